@@ -1,0 +1,106 @@
+// Stage 7: the fast forward. It never materialises [B, H, T, D]: head h of
+// a [B, T, E] tensor is the block of rows T x D starting at column h*D with
+// leading dimension E, and BLAS reads that block in place.
+#include "mha/attention.hpp"
+
+#include <cmath>
+
+#include "mha/gemm.hpp"
+#include "mha/heads.hpp"
+#include "mha/softmax.hpp"
+
+namespace mha {
+
+MultiHeadAttention::MultiHeadAttention(std::size_t embed_dim,
+                                       std::size_t num_heads, const Init& init)
+    : embed_dim_(embed_dim),
+      num_heads_(num_heads),
+      head_dim_(head_dim_for(embed_dim, num_heads)) {
+    Rng rng(init.seed);
+    wq = make_linear(embed_dim, embed_dim, init, rng);
+    wk = make_linear(embed_dim, embed_dim, init, rng);
+    wv = make_linear(embed_dim, embed_dim, init, rng);
+    w_o = make_linear(embed_dim, embed_dim, init, rng);
+}
+
+void MultiHeadAttention::check_inputs(const Tensor3& query, const Tensor3& key,
+                                      const Tensor3& value) const {
+    const std::size_t E = embed_dim_;
+    const std::string shapes = "query " + shape_of(query) + ", key " +
+                               shape_of(key) + ", value " + shape_of(value);
+    for (const Tensor3* t : {&query, &key, &value}) {
+        require_nonzero({t->shape(0), t->shape(1), t->shape(2)},
+                        "MultiHeadAttention input (" + shapes + ")");
+    }
+    if (query.shape(2) != E || key.shape(2) != E || value.shape(2) != E) {
+        fail("MultiHeadAttention(embed_dim " + std::to_string(E) + "): " +
+             shapes + " must all end in E = " + std::to_string(E));
+    }
+    if (key.shape(0) != query.shape(0) || value.shape(0) != query.shape(0)) {
+        fail("MultiHeadAttention: " + shapes +
+             " must have the same batch size B");
+    }
+    if (key.shape(1) != value.shape(1)) {
+        fail("MultiHeadAttention: " + shapes +
+             " : key and value must have the same length Tk");
+    }
+    for (const Linear* l : {&wq, &wk, &wv, &w_o}) {
+        if (l->weight.shape(0) != E || l->weight.shape(1) != E ||
+            l->bias.shape(0) != E) {
+            fail("MultiHeadAttention: a layer has weight " +
+                 shape_of(l->weight) + " and bias " + shape_of(l->bias) +
+                 "; every layer must be [" + std::to_string(E) + ", " +
+                 std::to_string(E) + "] with bias [" + std::to_string(E) + "]");
+        }
+    }
+}
+
+AttentionOutput MultiHeadAttention::forward(const Tensor3& query,
+                                            const Tensor3& key,
+                                            const Tensor3& value,
+                                            const Mask* mask,
+                                            float fill) const {
+    check_inputs(query, key, value);
+    const std::size_t B = query.shape(0), Tq = query.shape(1);
+    const std::size_t Tk = key.shape(1), E = embed_dim_;
+    const std::size_t H = num_heads_, D = head_dim_;
+    if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
+
+    // 1) the three projections, one gemm each
+    const Tensor3 q = linear(query, wq);  // [B, Tq, E]
+    const Tensor3 k = linear(key, wk);    // [B, Tk, E]
+    const Tensor3 v = linear(value, wv);  // [B, Tk, E]
+
+    AttentionOutput out;
+    out.weights = Tensor4({B, H, Tq, Tk});
+    Tensor3 context({B, Tq, E});  // heads already merged: [B, Tq, H*D]
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h) {
+            const float* qh = q.data() + b * Tq * E + h * D;  // [Tq, D], ld E
+            const float* kh = k.data() + b * Tk * E + h * D;  // [Tk, D], ld E
+            const float* vh = v.data() + b * Tk * E + h * D;  // [Tk, D], ld E
+            float* w = &out.weights(b, h, 0, 0);              // [Tq, Tk]
+            // 2) scores: [Tq, D] x [D, Tk] -> [Tq, Tk], scaled by 1/sqrt(D)
+            gemm({qh, Tq, D, E}, false, {kh, Tk, D, E}, true, w, Tk, scale);
+            // 3) mask and softmax, one query row at a time
+            for (std::size_t i = 0; i < Tq; ++i) {
+                float* row = w + i * Tk;
+                if (mask != nullptr) {
+                    const bool* keep = mask_row(*mask, b, h, i);
+                    for (std::size_t j = 0; j < Tk; ++j)
+                        if (!keep[j]) row[j] = fill;
+                }
+                softmax_row(row, Tk);
+            }
+            // 4) weights x V: [Tq, Tk] x [Tk, D] -> [Tq, D], written straight
+            //    into columns h*D.. of the merged context (ld E)
+            gemm({w, Tq, Tk, Tk}, false, {vh, Tk, D, E}, false,
+                 context.data() + b * Tq * E + h * D, E);
+        }
+    // 5) the output layer
+    out.output = linear(context, w_o);  // [B, Tq, E]
+    return out;
+}
+
+}  // namespace mha

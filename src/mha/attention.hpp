@@ -1,0 +1,77 @@
+/// @file attention.hpp
+/// @brief Stage 7: the whole MultiHeadAttention module.
+#pragma once
+
+#include <cstdint>
+
+#include "mha/init.hpp"
+#include "mha/linear.hpp"
+#include "mha/mask.hpp"
+#include "mha/shape.hpp"
+
+namespace mha {
+
+/// @defgroup attention Stage 7: the MultiHeadAttention module
+/// @brief wq, wk, wv, split, scores, mask, softmax, weights x V, merge, w_o.
+/// @{
+
+/// What forward() returns.
+struct AttentionOutput {
+    Tensor3 output;   ///< `[B, Tq, E]`
+    Tensor4 weights;  ///< `[B, H, Tq, Tk]`, one set per head, not averaged
+};
+
+/// Multi-head attention with the articles' four linear layers.
+///
+/// The layers are public, like an nn.Module's parameters, so that a test or
+/// a lesson can read or replace them; forward() checks that they still fit.
+class MultiHeadAttention {
+public:
+    /// @param embed_dim E (d_model), at least 1
+    /// @param num_heads H, which must divide E
+    /// @param init      weight scheme and seed; biases follow nn.Linear
+    /// @throws std::invalid_argument when H does not divide E (the message
+    ///         lists the H that do), or a size is 0.
+    MultiHeadAttention(std::size_t embed_dim, std::size_t num_heads,
+                       const Init& init = Init::xavier());
+
+    /// Attention of @p query over @p key / @p value.
+    ///
+    /// Self-attention is `forward(X, X, X)`; cross-attention passes a
+    /// different key/value sequence, and Tq may differ from Tk.
+    /// A query row whose keys are all masked gets zero weights and so the
+    /// output w_o.bias, when @p fill is -inf (see softmax_row()).
+    /// @param query `[B, Tq, E]`
+    /// @param key   `[B, Tk, E]`
+    /// @param value `[B, Tk, E]`
+    /// @param mask  nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
+    /// @param fill  what masked scores become: -inf (default), -1e10, ...
+    /// @return      output `[B, Tq, E]` and weights `[B, H, Tq, Tk]`
+    /// @throws std::invalid_argument naming the shapes when they do not fit.
+    AttentionOutput forward(const Tensor3& query, const Tensor3& key,
+                            const Tensor3& value, const Mask* mask = nullptr,
+                            float fill = kNegInf) const;
+
+    std::size_t embed_dim() const { return embed_dim_; }  ///< E
+    std::size_t num_heads() const { return num_heads_; }  ///< H
+    std::size_t head_dim() const { return head_dim_; }    ///< D = E / H
+
+    /// Throws unless query/key/value (and the layers) fit this module.
+    /// @param query `[B, Tq, E]`
+    /// @param key   `[B, Tk, E]`
+    /// @param value `[B, Tk, E]`
+    void check_inputs(const Tensor3& query, const Tensor3& key,
+                      const Tensor3& value) const;
+
+    Linear wq;   ///< query projection, weight `[E, E]` (`w_q` in the articles)
+    Linear wk;   ///< key projection, weight `[E, E]` (`w_k`)
+    Linear wv;   ///< value projection, weight `[E, E]` (`w_v`)
+    Linear w_o;  ///< output layer, `[E, E]` (`fc_out` / `w_combine`)
+
+private:
+    std::size_t embed_dim_, num_heads_, head_dim_;
+};
+
+/// @}
+
+}  // namespace mha

@@ -1,0 +1,91 @@
+/// @file init.hpp
+/// @brief Stage 0: the seeded random generator and the weight initialisers.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+#include "mha/shape.hpp"
+
+namespace mha {
+
+/// @defgroup init Initialisers
+/// @brief Xavier/Glorot uniform, zeros, constant; one seeded generator.
+/// @{
+
+/// One seeded generator for everything random in the project.
+///
+/// std::mt19937 is specified bit for bit by the C++ standard, and the
+/// conversions below are written out here (the standard distributions are
+/// not), so the same seed gives the same numbers with every compiler.
+class Rng {
+public:
+    /// @param seed any integer; the same seed gives the same sequence.
+    explicit Rng(std::uint64_t seed = 0);
+    /// Uniform in [lo, hi).
+    float uniform(float lo, float hi);
+    /// Standard normal (mean 0, variance 1), by Box-Muller.
+    float normal();
+
+private:
+    double unit();  // uniform in [0, 1) with 53 random bits
+    std::mt19937 gen_;
+};
+
+/// Xavier/Glorot uniform, as `nn.init.xavier_uniform_`:
+/// every entry drawn from U(-a, a) with \f$a = \sqrt{6 / (\text{fan\_in} +
+/// \text{fan\_out})}\f$.
+/// @param fan_out rows of the weight (out features), at least 1.
+/// @param fan_in  columns of the weight (in features), at least 1.
+/// @param rng     the generator to draw from.
+/// @return a weight `[fan_out, fan_in]`.
+Tensor2 xavier_uniform(std::size_t fan_out, std::size_t fan_in, Rng& rng);
+
+/// A weight `[rows, cols]` of zeros, as `nn.init.zeros_`.
+/// @warning zero init is a pitfall: see the zero-init lesson.
+Tensor2 zeros(std::size_t rows, std::size_t cols);
+
+/// A weight `[rows, cols]` with every entry @p value, as `nn.init.constant_`.
+/// @warning every head then computes the same thing: see the zero-init lesson.
+Tensor2 constant(std::size_t rows, std::size_t cols, float value);
+
+/// The bias `nn.Linear(in, out)` starts with: U(-1/sqrt(in), 1/sqrt(in)).
+/// The articles only re-initialise the weights, so their biases are these.
+/// @param out_features length of the bias `[out]`.
+/// @param in_features  the layer's input size (sets the bound).
+/// @param rng          the generator to draw from.
+Tensor1 linear_default_bias(std::size_t out_features, std::size_t in_features,
+                            Rng& rng);
+
+/// Standard-normal data, as `torch.randn(B, T, E)`.
+/// @param b, t, e the sizes of the result `[b, t, e]`.
+/// @param rng     the generator to draw from.
+Tensor3 randn(std::size_t b, std::size_t t, std::size_t e, Rng& rng);
+
+/// How MultiHeadAttention initialises its four weights.
+struct Init {
+    /// The weight scheme.
+    enum class Kind {
+        xavier_uniform,  ///< the articles' choice, one matrix at a time
+        zeros,           ///< every weight 0 (a pitfall)
+        constant         ///< every weight `value` (a pitfall)
+    };
+    Kind kind = Kind::xavier_uniform;  ///< which scheme
+    float value = 0.0f;                ///< the constant, for Kind::constant
+    std::uint64_t seed = 0;            ///< seeds weights and biases
+
+    /// Xavier uniform weights, nn.Linear's default biases.
+    static Init xavier(std::uint64_t seed = 0) {
+        return {Kind::xavier_uniform, 0.0f, seed};
+    }
+    /// Zero weights, nn.Linear's default biases.
+    static Init zero(std::uint64_t seed = 0) { return {Kind::zeros, 0.0f, seed}; }
+    /// Constant weights, nn.Linear's default biases.
+    static Init constant(float v, std::uint64_t seed = 0) {
+        return {Kind::constant, v, seed};
+    }
+};
+
+/// @}
+
+}  // namespace mha

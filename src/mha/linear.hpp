@@ -1,0 +1,44 @@
+/// @file linear.hpp
+/// @brief Stage 1: the linear layer, `torch.nn.Linear` in C++.
+#pragma once
+
+#include "mha/init.hpp"
+#include "mha/shape.hpp"
+
+namespace mha {
+
+/// @defgroup linear Stage 1: linear projections
+/// @brief `y = x W^T + b`: wq, wk, wv and the output layer w_o.
+/// @{
+
+/// A linear layer stored as `torch.nn.Linear` stores it.
+struct Linear {
+    Tensor2 weight;  ///< `[out, in]`
+    Tensor1 bias;    ///< `[out]`
+
+    std::size_t in_features() const { return weight.shape(1); }   ///< in
+    std::size_t out_features() const { return weight.shape(0); }  ///< out
+};
+
+/// A layer `in -> out` with weights from @p init and nn.Linear's default
+/// bias U(-1/sqrt(in), 1/sqrt(in)), both drawn from @p rng.
+/// @param in_features  input size, at least 1.
+/// @param out_features output size, at least 1.
+/// @param init         the weight scheme (its seed is not used here).
+/// @param rng          the generator to draw from.
+Linear make_linear(std::size_t in_features, std::size_t out_features,
+                   const Init& init, Rng& rng);
+
+/// `y = x W^T + b` over the last axis, as `layer(x)` in PyTorch.
+///
+/// All B*T rows go through one BLAS gemm: `[B*T, in] x [in, out]`.
+/// @param x     `[B, T, in]`
+/// @param layer weight `[out, in]`, bias `[out]`
+/// @return      `[B, T, out]`
+/// @throws std::invalid_argument when x's last size is not `in`, or the
+///         bias is not `[out]`.
+Tensor3 linear(const Tensor3& x, const Linear& layer);
+
+/// @}
+
+}  // namespace mha

@@ -1,0 +1,98 @@
+// Stage 4: masks with the articles' polarity (0 = filled).
+#include "mha/mask.hpp"
+
+#include <algorithm>
+
+namespace mha {
+
+namespace {
+
+std::size_t broadcast_dim(std::size_t a, std::size_t b, const Mask& ma,
+                          const Mask& mb) {
+    if (a == b || b == 1) return a;
+    if (a == 1) return b;
+    fail("combine_masks: masks " + shape_of(ma) + " and " + shape_of(mb) +
+         " do not broadcast; each axis must match or be 1");
+}
+
+}  // namespace
+
+Mask causal_mask(std::size_t tq, std::size_t tk) {
+    require_nonzero({tq, tk}, "causal_mask [Tq, Tk]");
+    Mask m({1, 1, tq, tk});
+    for (std::size_t i = 0; i < tq; ++i)
+        for (std::size_t j = 0; j < tk; ++j) m(0, 0, i, j) = (j <= i);
+    return m;
+}
+
+Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t tk) {
+    require_nonzero({lengths.size(), tk}, "padding_mask lengths [B] and Tk");
+    Mask m({lengths.size(), 1, 1, tk});
+    for (std::size_t b = 0; b < lengths.size(); ++b) {
+        if (lengths[b] > tk) {
+            fail("padding_mask: lengths[" + std::to_string(b) + "] = " +
+                 std::to_string(lengths[b]) + " is longer than Tk = " +
+                 std::to_string(tk) + "; each length must be in 0.." +
+                 std::to_string(tk));
+        }
+        for (std::size_t j = 0; j < tk; ++j) m(b, 0, 0, j) = (j < lengths[b]);
+    }
+    return m;
+}
+
+Mask combine_masks(const Mask& a, const Mask& b) {
+    require_nonzero(std::vector<std::size_t>(a.shape().begin(), a.shape().end()),
+                    "combine_masks mask a");
+    require_nonzero(std::vector<std::size_t>(b.shape().begin(), b.shape().end()),
+                    "combine_masks mask b");
+    std::array<std::size_t, 4> s{};
+    for (std::size_t d = 0; d < 4; ++d)
+        s[d] = broadcast_dim(a.shape(d), b.shape(d), a, b);
+    if (a.shape(3) != b.shape(3)) {
+        fail("combine_masks: masks " + shape_of(a) + " and " + shape_of(b) +
+             " must have the same Tk (last axis)");
+    }
+    Mask m(s);
+    for (std::size_t i = 0; i < s[0]; ++i)
+        for (std::size_t h = 0; h < s[1]; ++h)
+            for (std::size_t q = 0; q < s[2]; ++q) {
+                const bool* ra = mask_row(a, i, h, q);
+                const bool* rb = mask_row(b, i, h, q);
+                for (std::size_t j = 0; j < s[3]; ++j)
+                    m(i, h, q, j) = ra[j] && rb[j];
+            }
+    return m;
+}
+
+void check_mask(const Mask& mask, std::size_t b, std::size_t h,
+                std::size_t tq, std::size_t tk) {
+    const std::size_t want[4] = {b, h, tq, tk};
+    bool ok = mask.shape(3) == tk;
+    for (std::size_t d = 0; d < 3; ++d)
+        ok = ok && (mask.shape(d) == want[d] || mask.shape(d) == 1);
+    if (!ok) {
+        fail("mask " + shape_of(mask) + " does not fit scores " +
+             shape_str(std::vector<std::size_t>{b, h, tq, tk}) +
+             "; give it as [B or 1, H or 1, Tq or 1, Tk] with Tk = " +
+             std::to_string(tk));
+    }
+}
+
+Tensor4 apply_mask(const Tensor4& scores, const Mask& mask, float fill) {
+    const std::size_t B = scores.shape(0), H = scores.shape(1);
+    const std::size_t Tq = scores.shape(2), Tk = scores.shape(3);
+    require_nonzero({B, H, Tq, Tk}, "apply_mask scores [B, H, Tq, Tk]");
+    check_mask(mask, B, H, Tq, Tk);
+    Tensor4 out = scores;  // [B, H, Tq, Tk]
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t i = 0; i < Tq; ++i) {
+                const bool* keep = mask_row(mask, b, h, i);
+                float* row = &out(b, h, i, 0);
+                for (std::size_t j = 0; j < Tk; ++j)
+                    if (!keep[j]) row[j] = fill;
+            }
+    return out;
+}
+
+}  // namespace mha

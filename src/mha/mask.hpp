@@ -1,0 +1,69 @@
+/// @file mask.hpp
+/// @brief Stage 4: causal and padding masks, and `masked_fill`.
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include "mha/shape.hpp"
+
+namespace mha {
+
+/// @defgroup mask Stage 4: masks
+/// @brief 1 = may attend, 0 = masked (filled), as in both articles.
+///
+/// A Mask is rank 4, `[B or 1, H or 1, Tq or 1, Tk]`: a size of 1 broadcasts
+/// over that axis, as PyTorch broadcasts.
+/// @{
+
+/// The fill of the handwritten-course article: `float("-inf")`.
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// `torch.tril(torch.ones(Tq, Tk, dtype=bool))`: query i may see key j when
+/// j <= i.
+/// @param tq queries, at least 1
+/// @param tk keys, at least 1
+/// @return   `[1, 1, Tq, Tk]`
+Mask causal_mask(std::size_t tq, std::size_t tk);
+
+/// Padding mask from per-sequence lengths: in sequence b, key j is real
+/// when j < lengths[b]; the rest is padding.
+/// @param lengths `[B]`, each in 0..tk (0 masks every key of that sequence)
+/// @param tk      keys, at least 1
+/// @return        `[B, 1, 1, Tk]`
+Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t tk);
+
+/// Both masks at once (logical and), broadcast like PyTorch.
+/// @param a `[B or 1, H or 1, Tq or 1, Tk]`
+/// @param b `[B or 1, H or 1, Tq or 1, Tk]`
+/// @return  the broadcast shape of the two
+Mask combine_masks(const Mask& a, const Mask& b);
+
+/// Throws unless @p mask broadcasts to `[B, H, Tq, Tk]`.
+/// @param mask `[B or 1, H or 1, Tq or 1, Tk]`
+/// @param b, h, tq, tk the sizes of the scores it must fit
+void check_mask(const Mask& mask, std::size_t b, std::size_t h,
+                std::size_t tq, std::size_t tk);
+
+/// `scores.masked_fill(mask == 0, fill)`: a new tensor where every masked
+/// score is @p fill and the rest are copied.
+/// @param scores `[B, H, Tq, Tk]`
+/// @param mask   `[B or 1, H or 1, Tq or 1, Tk]`
+/// @param fill   -inf (the default) or a large negative such as -1e10
+/// @return       `[B, H, Tq, Tk]`
+/// @warning with -inf, a row whose keys are all masked has no finite score;
+///          see softmax() for the core's policy, and the fill-value lesson.
+Tensor4 apply_mask(const Tensor4& scores, const Mask& mask,
+                   float fill = kNegInf);
+
+/// Row (b, h, i) of a mask, broadcast: a pointer to Tk flags.
+/// @param mask `[B or 1, H or 1, Tq or 1, Tk]`, already checked
+inline const bool* mask_row(const Mask& mask, std::size_t b, std::size_t h,
+                            std::size_t i) {
+    return &mask(mask.shape(0) == 1 ? 0 : b, mask.shape(1) == 1 ? 0 : h,
+                 mask.shape(2) == 1 ? 0 : i, 0);
+}
+
+/// @}
+
+}  // namespace mha

@@ -1,0 +1,32 @@
+/// @file reference.hpp
+/// @brief The plain-loop oracle: the whole forward, written to be read.
+#pragma once
+
+#include "mha/attention.hpp"
+
+namespace mha {
+
+/// @defgroup reference The plain-loop oracle
+/// @brief The same forward as MultiHeadAttention::forward, in plain loops.
+/// @{
+
+/// The forward pass in plain loops over raw arrays, with double
+/// accumulators: no xtensor expression and no BLAS, so that it can be
+/// checked by eye and serves as the tests' oracle. Same arguments, same
+/// results (within float rounding), same fully-masked-row policy.
+/// @param m     the module whose weights are used
+/// @param query `[B, Tq, E]`
+/// @param key   `[B, Tk, E]`
+/// @param value `[B, Tk, E]`
+/// @param mask  nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
+/// @param fill  what masked scores become
+/// @return      output `[B, Tq, E]` and weights `[B, H, Tq, Tk]`
+AttentionOutput reference_forward(const MultiHeadAttention& m,
+                                  const Tensor3& query, const Tensor3& key,
+                                  const Tensor3& value,
+                                  const Mask* mask = nullptr,
+                                  float fill = kNegInf);
+
+/// @}
+
+}  // namespace mha

@@ -1,0 +1,68 @@
+/// @file shape.hpp
+/// @brief Tensor types, the shape-printing helper and the shape checks.
+///
+/// Shape vocabulary used across the core:
+///   B batch, T time (Tq queries, Tk keys/values), E embed_dim (d_model),
+///   H heads, D head_dim = E / H.
+#pragma once
+
+#include <cstddef>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+/// Everything in the core lives here.
+namespace mha {
+
+/// @defgroup shapes Tensors and shapes
+/// @brief The tensor types, `shape_str` and the shape checks.
+/// @{
+
+using Tensor1 = xt::xtensor<float, 1>;  ///< e.g. a bias `[out]`
+using Tensor2 = xt::xtensor<float, 2>;  ///< e.g. a weight `[out, in]`
+using Tensor3 = xt::xtensor<float, 3>;  ///< e.g. X `[B, T, E]`
+using Tensor4 = xt::xtensor<float, 4>;  ///< e.g. Q `[B, H, T, D]`
+/// A mask: true (1) = may attend, false (0) = masked, as `torch.tril` gives.
+/// Always rank 4, `[B or 1, H or 1, Tq or 1, Tk]`, broadcast like PyTorch.
+using Mask = xt::xtensor<bool, 4>;
+
+/// A shape written the way PyTorch prints it: `[128, 64, 8, 64]`.
+/// @param shape any sequence of sizes (an xtensor shape, a std::vector, ...).
+template <class S>
+std::string shape_str(const S& shape) {
+    std::ostringstream out;
+    out << '[';
+    bool first = true;
+    for (auto n : shape) {
+        out << (first ? "" : ", ") << n;
+        first = false;
+    }
+    out << ']';
+    return out.str();
+}
+
+/// The shape of a tensor (or any expression), as `shape_str` writes it.
+/// @param t a tensor of any rank.
+template <class E>
+std::string shape_of(const E& t) {
+    return shape_str(t.shape());
+}
+
+/// Throws std::invalid_argument with @p message. Every check in the core
+/// goes through here, so that programs can catch one exception type.
+[[noreturn]] void fail(const std::string& message);
+
+/// Refuses a size of zero: "<what> is 0 in <where> [shape]; ...".
+/// @param shape the shape being checked (any rank).
+/// @param what  names the tensor, e.g. "query [B, Tq, E]".
+void require_nonzero(const std::vector<std::size_t>& shape,
+                     const std::string& what);
+
+/// The divisors of @p n, for error messages that say what would fit.
+std::vector<std::size_t> divisors(std::size_t n);
+
+/// @}
+
+}  // namespace mha
