@@ -3,8 +3,8 @@
 
 #include <stdexcept>
 
+#include "mha/init.hpp"
 #include "mha/attend.hpp"
-#include "test_util.hpp"
 
 TEST_CASE("attend: a hand-computed weighted average of values") {
     /*py
@@ -19,7 +19,7 @@ TEST_CASE("attend: a hand-computed weighted average of values") {
     const mha::Tensor4 o = mha::attend(w, v);
     const mha::Tensor4 want = {{{{2.0f, 3.0f}, {3.5f, 4.5f}}}};
     CHECK(mha::shape_of(o) == "[1, 1, 2, 2]");
-    CHECK(test::max_abs_diff(o, want) < 1e-6);
+    CHECK(mha::max_abs_diff(o, want) < 1e-6);
 }
 
 TEST_CASE("attend: batches and heads do not mix") {
@@ -27,7 +27,7 @@ TEST_CASE("attend: batches and heads do not mix") {
     w.fill(1.0f);
     for (std::size_t i = 0; i < v.size(); ++i) v.data()[i] = float(i);
     const mha::Tensor4 o = mha::attend(w, v);
-    CHECK(test::max_abs_diff(o, v) == 0.0);  // weight 1 on the only key
+    CHECK(mha::max_abs_diff(o, v) == 0.0);  // weight 1 on the only key
 }
 
 TEST_CASE("attend: mismatched B, H or Tk are refused") {

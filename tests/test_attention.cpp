@@ -12,7 +12,6 @@
 #include "mha/reference.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
-#include "test_util.hpp"
 
 namespace {
 
@@ -53,8 +52,8 @@ TEST_CASE("forward equals the plain-loop oracle on many shapes") {
             const auto ref = mha::reference_forward(m, q, kv, v, mp);
             CHECK(mha::shape_of(fast.output) == mha::shape_of(q));
             CHECK(fast.weights.shape(1) == c.H);
-            CHECK(test::max_abs_diff(fast.output, ref.output) < kTol);
-            CHECK(test::max_abs_diff(fast.weights, ref.weights) < kTol);
+            CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
+            CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
         }
     }
 }
@@ -72,8 +71,8 @@ TEST_CASE("forward equals the stages composed one by one") {
     const mha::Tensor3 out =
         mha::linear(mha::merge_heads(mha::attend(w, V)), m.w_o);
     const auto fast = m.forward(x, x, x, &causal);
-    CHECK(test::max_abs_diff(fast.weights, w) < 1e-6);
-    CHECK(test::max_abs_diff(fast.output, out) < 1e-6);
+    CHECK(mha::max_abs_diff(fast.weights, w) < 1e-6);
+    CHECK(mha::max_abs_diff(fast.output, out) < 1e-6);
 }
 
 TEST_CASE("causal: changing key or value j > i leaves output row i alone") {

@@ -3,8 +3,8 @@
 
 #include <stdexcept>
 
+#include "mha/init.hpp"
 #include "mha/heads.hpp"
-#include "test_util.hpp"
 
 TEST_CASE("split_heads: view(B, T, H, D).permute(0, 2, 1, 3) on arange") {
     /*py
@@ -17,13 +17,13 @@ TEST_CASE("split_heads: view(B, T, H, D).permute(0, 2, 1, 3) on arange") {
     const mha::Tensor4 s = mha::split_heads(x, 2);
     const mha::Tensor4 want = {{{{0, 1}, {4, 5}}, {{2, 3}, {6, 7}}}};
     CHECK(mha::shape_of(s) == "[1, 2, 2, 2]");
-    CHECK(test::max_abs_diff(s, want) == 0.0);
+    CHECK(mha::max_abs_diff(s, want) == 0.0);
 }
 
 TEST_CASE("merge_heads: the inverse, permute(0, 2, 1, 3).view(B, T, E)") {
     const mha::Tensor4 x = {{{{0, 1}, {4, 5}}, {{2, 3}, {6, 7}}}};
     const mha::Tensor3 want = {{{0, 1, 2, 3}, {4, 5, 6, 7}}};
-    CHECK(test::max_abs_diff(mha::merge_heads(x), want) == 0.0);
+    CHECK(mha::max_abs_diff(mha::merge_heads(x), want) == 0.0);
 }
 
 TEST_CASE("split then merge is exact, for every H that divides E") {
@@ -34,7 +34,7 @@ TEST_CASE("split then merge is exact, for every H that divides E") {
         const mha::Tensor4 s = mha::split_heads(x, h);
         CHECK(s.shape(1) == h);
         CHECK(s.shape(3) == 12 / h);
-        CHECK(test::max_abs_diff(mha::merge_heads(s), x) == 0.0);
+        CHECK(mha::max_abs_diff(mha::merge_heads(s), x) == 0.0);
     }
 }
 

@@ -3,8 +3,8 @@
 
 #include <stdexcept>
 
+#include "mha/init.hpp"
 #include "mha/linear.hpp"
-#include "test_util.hpp"
 
 namespace {
 
@@ -29,7 +29,7 @@ TEST_CASE("linear: a hand-computed 1x2x3 -> 1x2x2 example") {
     const mha::Tensor3 y = mha::linear(x, tiny_layer());
     const mha::Tensor3 want = {{{-1.9f, 4.3f}, {-1.4f, -0.7f}}};
     CHECK(mha::shape_of(y) == "[1, 2, 2]");
-    CHECK(test::max_abs_diff(y, want) < 1e-6);
+    CHECK(mha::max_abs_diff(y, want) < 1e-6);
 }
 
 TEST_CASE("linear: every batch row uses the same weights") {
@@ -53,7 +53,7 @@ TEST_CASE("make_linear: shapes, Xavier weights and a seeded bias") {
     const mha::Linear lb = mha::make_linear(6, 4, mha::Init::xavier(), b);
     CHECK(mha::shape_of(la.weight) == "[4, 6]");
     CHECK(mha::shape_of(la.bias) == "[4]");
-    CHECK(test::max_abs_diff(la.weight, lb.weight) == 0.0);
+    CHECK(mha::max_abs_diff(la.weight, lb.weight) == 0.0);
     mha::Rng c(9);
     const mha::Linear lz = mha::make_linear(6, 4, mha::Init::zero(), c);
     for (float w : lz.weight) CHECK(w == 0.0f);

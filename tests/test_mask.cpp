@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "mha/mask.hpp"
-#include "test_util.hpp"
 
 TEST_CASE("causal_mask is torch.tril, square and rectangular") {
     /*py

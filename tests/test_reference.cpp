@@ -2,7 +2,6 @@
 #include <doctest/doctest.h>
 
 #include "mha/reference.hpp"
-#include "test_util.hpp"
 
 namespace {
 
@@ -55,10 +54,10 @@ TEST_CASE("reference_forward matches PyTorch on a causal E=4, H=2, T=3 case") {
                              {0.2495903f, -0.3115056f, -0.8726016f, -1.4336977f},
                              {0.3287296f, -0.2655077f, -0.859745f, -1.4539824f}}};
     // PyTorch printed 7 decimals: 2e-7 covers its rounding and float's.
-    CHECK(test::max_abs_diff(r.weights, a) < 2e-7);
-    CHECK(test::max_abs_diff(r.output, o) < 5e-7);
+    CHECK(mha::max_abs_diff(r.weights, a) < 2e-7);
+    CHECK(mha::max_abs_diff(r.output, o) < 5e-7);
     // And the fast path gives the same numbers.
     const mha::AttentionOutput f = m.forward(x, x, x, &causal);
-    CHECK(test::max_abs_diff(f.weights, a) < 5e-7);
-    CHECK(test::max_abs_diff(f.output, o) < 1e-6);
+    CHECK(mha::max_abs_diff(f.weights, a) < 5e-7);
+    CHECK(mha::max_abs_diff(f.output, o) < 1e-6);
 }

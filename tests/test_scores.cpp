@@ -4,8 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "mha/init.hpp"
 #include "mha/scores.hpp"
-#include "test_util.hpp"
 
 TEST_CASE("scaled_scores: a hand-computed Tq=2, Tk=3, D=2 example") {
     /*py
@@ -22,7 +22,7 @@ TEST_CASE("scaled_scores: a hand-computed Tq=2, Tk=3, D=2 example") {
     const float r = std::sqrt(2.0f);
     const mha::Tensor4 want = {{{{1 / r, 2 / r, 0}, {2 / r, 0, -2 / r}}}};
     CHECK(mha::shape_of(s) == "[1, 1, 2, 3]");
-    CHECK(test::max_abs_diff(s, want) < 1e-6);
+    CHECK(mha::max_abs_diff(s, want) < 1e-6);
 }
 
 TEST_CASE("scaled_scores: each (batch, head) block is its own product") {

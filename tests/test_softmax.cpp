@@ -4,9 +4,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "mha/init.hpp"
 #include "mha/mask.hpp"
 #include "mha/softmax.hpp"
-#include "test_util.hpp"
 
 TEST_CASE("softmax of [1, 2, 3]") {
     /*py
@@ -17,7 +17,7 @@ TEST_CASE("softmax of [1, 2, 3]") {
     mha::Tensor4 s = {{{{1, 2, 3}}}};
     const mha::Tensor4 w = mha::softmax(s);
     const mha::Tensor4 want = {{{{0.09003057f, 0.24472847f, 0.66524096f}}}};
-    CHECK(test::max_abs_diff(w, want) < 1e-7);
+    CHECK(mha::max_abs_diff(w, want) < 1e-7);
 }
 
 TEST_CASE("softmax: every row sums to 1, over the last axis only") {
@@ -39,7 +39,7 @@ TEST_CASE("softmax: huge logits stay finite (the max is subtracted)") {
     mha::Tensor4 s = {{{{1e4f, -1e4f, 0.0f}, {1e30f, -1e30f, 1e30f}}}};
     const mha::Tensor4 w = mha::softmax(s);
     const mha::Tensor4 want = {{{{1, 0, 0}, {0.5f, 0, 0.5f}}}};
-    CHECK(test::max_abs_diff(w, want) < 1e-7);
+    CHECK(mha::max_abs_diff(w, want) < 1e-7);
 }
 
 TEST_CASE("softmax: a fully masked row is all 0 with -inf, uniform with -1e10") {

@@ -6,7 +6,10 @@
 ///   H heads, D head_dim = E / H.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +51,25 @@ std::string shape_str(const S& shape) {
 template <class E>
 std::string shape_of(const E& t) {
     return shape_str(t.shape());
+}
+
+/// max |a - b| over all elements: how the lessons' self-checks and the
+/// tests compare two tensors. Equal infinities count as equal (-inf after a
+/// mask); a shape mismatch or a NaN on either side gives +inf.
+/// @param a, b tensors of the same shape.
+template <class A, class B>
+double max_abs_diff(const A& a, const B& b) {
+    const double inf = std::numeric_limits<double>::infinity();
+    if (shape_of(a) != shape_of(b)) return inf;
+    double m = 0.0;
+    auto ia = a.begin();
+    for (auto ib = b.begin(); ib != b.end(); ++ia, ++ib) {
+        if (double(*ia) == double(*ib)) continue;
+        const double d = std::fabs(double(*ia) - double(*ib));
+        if (std::isnan(d)) return inf;
+        m = std::max(m, d);
+    }
+    return m;
 }
 
 /// Throws std::invalid_argument with @p message. Every check in the core

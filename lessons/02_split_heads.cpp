@@ -1,0 +1,74 @@
+// Lesson 02: split the embedding into heads.
+//
+// Adds: `view` + `permute(0, 2, 1, 3)`, written out with xtensor: the E
+// numbers of each token become H heads of D = E / H numbers.
+// Mirrors: the handwritten-course article's `n_d = self.d_model // self.n_head`
+// and `q = q.view(batch, time, self.n_head, n_d).permute(0, 2, 1, 3)`; the
+// four-linear-layers article's `Q.view(batch_size, -1, self.num_heads,
+// self.head_dim).permute(0, 2, 1, 3)`.
+//
+// B = batch, T = time, E = d_model, H = heads, D = head_dim = E / H.
+#include <array>
+
+#include <xtensor/xmanipulation.hpp>
+
+#include "mha/attention.hpp"
+#include "mha/heads.hpp"
+#include "support/lesson.hpp"
+
+int main(int argc, char** argv) {
+    const lesson::Info info{"02_split_heads",
+                            "[B, T, E] -> view [B, T, H, D] -> permute [B, H, T, D]"};
+    return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
+        const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
+        const std::size_t H = L.opt.heads;
+
+        L.section("Earlier stages, by the core");
+        mha::Rng rng(L.opt.seed);
+        const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
+        L.recap("X = randn(B, T, E)", "X", X, "mha::randn(B, T, E, rng)");
+        const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
+        const mha::Tensor3 Q = mha::linear(X, m.wq);  // [B, T, E]
+        L.step("Q = w_q(X)", "Q", Q, "", "mha::linear(X, m.wq)");
+
+        L.section("1. n_d = d_model / n_head");
+        // The core refuses an H that does not divide E (see the pitfalls).
+        const std::size_t D = mha::head_dim_for(E, H);
+        L.say("n_d = " + std::to_string(E) + " / " + std::to_string(H) + " = " +
+              std::to_string(D) + " numbers per head.");
+        L.code("n_d = self.d_model // self.n_head",
+               "const std::size_t D = mha::head_dim_for(E, H);");
+
+        L.section("2. view: split the last axis E into H x D");
+        // A view only re-reads the same memory: head h is columns h*D..h*D+D-1.
+        const std::array<std::size_t, 4> bthd{B, T, H, D};
+        const auto viewed = xt::reshape_view(Q, bthd);  // [B, T, H, D], no copy
+        L.step("q.view(B, T, H, D)", "q", viewed,
+               "q = q.view(batch, time, self.n_head, n_d)",
+               "auto viewed = xt::reshape_view(Q, {B, T, H, D});");
+
+        L.section("3. permute(0, 2, 1, 3): heads before time");
+        // Attention works on the last two axes, [T, D], once per (batch, head),
+        // so the head axis must come before time. Assigning the permuted view
+        // to a container makes the copy that .contiguous() would make.
+        const mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});  // [B,H,T,D]
+        L.step("q.permute(0, 2, 1, 3)", "q", Qh, ".permute(0, 2, 1, 3)",
+               "Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});");
+        if (T == D) {
+            L.say("Careful: here T = D = " + std::to_string(T) + ", so the shape "
+                  + mha::shape_of(Qh) + " hides which " + std::to_string(T) +
+                  " is which. It is [B, H, T, D]: time first, then head_dim. Run "
+                  "with --time 10 and it reads [" + std::to_string(B) + ", " +
+                  std::to_string(H) + ", 10, " + std::to_string(D) + "].");
+        }
+
+        L.section("4. The same for K and V, by the core");
+        const mha::Tensor4 Kh = mha::split_heads(mha::linear(X, m.wk), H);
+        L.recap("k = split(w_k(X))", "k", Kh, "mha::split_heads(K, H)");
+        const mha::Tensor4 Vh = mha::split_heads(mha::linear(X, m.wv), H);
+        L.recap("v = split(w_v(X))", "v", Vh, "mha::split_heads(V, H)");
+
+        return L.check("mha::split_heads(Q, H)",
+                       mha::max_abs_diff(Qh, mha::split_heads(Q, H)), 0.0);
+    });
+}

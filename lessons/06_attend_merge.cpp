@@ -1,0 +1,82 @@
+// Lesson 06: weights times V, and merging the heads back.
+//
+// Adds: weights @ V per (batch, head), then permute back, contiguous and
+// view, written out with xtensor.
+// Mirrors: the handwritten-course article's `score = self.softmax(score) @ v`
+// and `score.permute(0, 2, 1, 3).contiguous().view(batch, time, dimension)`;
+// the four-linear-layers article's `x = torch.matmul(attention, V)`,
+// `x.permute(0, 2, 1, 3).contiguous()` and `x.view(batch_size, -1,
+// self.embed_dim)`.
+//
+// B = batch, T = time, E = d_model, H = heads, D = head_dim = E / H.
+#include <array>
+
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xview.hpp>
+
+#include "mha/attend.hpp"
+#include "mha/attention.hpp"
+#include "mha/heads.hpp"
+#include "mha/mask.hpp"
+#include "mha/scores.hpp"
+#include "mha/softmax.hpp"
+#include "support/lesson.hpp"
+
+int main(int argc, char** argv) {
+    const lesson::Info info{"06_attend_merge", "x = weights @ v, then merge the heads"};
+    return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
+        const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
+        const std::size_t H = L.opt.heads;
+
+        L.section("Earlier stages, by the core");
+        mha::Rng rng(L.opt.seed);
+        const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
+        const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
+        const std::size_t D = m.head_dim();
+        const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
+        const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
+        const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H);
+        L.step("v = split(w_v(X))", "v", V, "", "mha::split_heads(mha::linear(X, m.wv), H)");
+        const mha::Tensor4 W = mha::softmax(
+            mha::apply_mask(mha::scaled_scores(Q, K), mha::causal_mask(T, T)));
+        L.step("weights = softmax(masked score)", "weights", W, "",
+               "mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal))");
+
+        L.section("1. weights @ v, one product per (batch, head)");
+        // Each query's output is its weighted average of the values:
+        // [T, T] x [T, D] -> [T, D] for every (b, h).
+        mha::Tensor4 A({B, H, T, D});  // [B, H, T, D]
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t h = 0; h < H; ++h) {
+                const mha::Tensor2 w = xt::view(W, b, h);  // [T, T]
+                const mha::Tensor2 v = xt::view(V, b, h);  // [T, D]
+                xt::view(A, b, h) = xt::linalg::dot(w, v);
+            }
+        L.step("x = weights @ v", "x", A, "score = self.softmax(score) @ v",
+               "view(A, b, h) = xt::linalg::dot(view(W, b, h), view(V, b, h))");
+        if (T == D) {
+            L.say("Here T = D = " + std::to_string(T) + " again: x is [B, H, T, D], "
+                  "the weights [B, H, Tq, Tk]. Run --time 10 to tell them apart.");
+        }
+
+        L.section("2. permute back, contiguous, view");
+        // Undo lesson 02 in reverse order: time before heads again...
+        const mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});  // [B, T, H, D]
+        L.step("x.permute(0, 2, 1, 3)", "x", P, "score.permute(0, 2, 1, 3)",
+               "Tensor4 P = xt::transpose(A, {0, 2, 1, 3});");
+        L.say("In PyTorch permute only changes strides, so .contiguous() must copy "
+              "before .view() may glue H and D together. In C++, assigning the "
+              "transposed view to the Tensor4 P was that copy.");
+        // ...then glue the H heads of D numbers back into E numbers.
+        const std::array<std::size_t, 3> bte{B, T, E};
+        const mha::Tensor3 merged = xt::reshape_view(P, bte);  // [B, T, E]
+        L.step("x.contiguous().view(B, T, E)", "x", merged,
+               ".contiguous().view(batch, time, dimension)",
+               "Tensor3 merged = xt::reshape_view(P, {B, T, E});");
+
+        const mha::Tensor3 core = mha::merge_heads(mha::attend(W, V));
+        return L.check("mha::merge_heads(mha::attend(W, V))",
+                       mha::max_abs_diff(merged, core), 1e-6);
+    });
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds and runs the whole test suite (doctest cases and lesson runs).
+#
+#   scripts/test.sh [CTEST ARGS]     e.g. scripts/test.sh -R softmax
+#
+# A filter that selects no test fails (--no-tests=error).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+cd build
+ctest --output-on-failure --no-tests=error -j "$(nproc)" "$@"
