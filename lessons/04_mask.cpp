@@ -8,6 +8,7 @@
 // layers article's `energy.masked_fill(mask == 0, -1e10)`.
 //
 // B = batch, T = time, E = d_model, H = heads, D = head_dim = E / H.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
@@ -68,7 +69,8 @@ int main(int argc, char** argv) {
         // Sequence b is real for its first lengths[b] tokens; the rest is
         // padding that no query should attend to.
         std::vector<std::size_t> lengths(B);
-        for (std::size_t b = 0; b < B; ++b) lengths[b] = T - (b + 1) % T;  // 1..T
+        for (std::size_t b = 0; b < B; ++b) lengths[b] = T - b % T;  // T, T-1, ...
+        lengths[0] = std::max<std::size_t>(1, std::min<std::size_t>(T, 20) * 3 / 4);
         const mha::Mask pad = mha::padding_mask(lengths, T);  // [B, 1, 1, T]
         L.step("pad = lengths[b] > j", "pad", pad,
                "key_padding_mask (True = ignore) is its negation",

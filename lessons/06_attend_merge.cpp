@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
         // Undo lesson 02 in reverse order: time before heads again...
         const mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});  // [B, T, H, D]
         L.step("x.permute(0, 2, 1, 3)", "x", P, "score.permute(0, 2, 1, 3)",
-               "Tensor4 P = xt::transpose(A, {0, 2, 1, 3});");
+               "Tensor4 P = xt::transpose(A, {0, 2, 1, 3});", false);
         L.say("In PyTorch permute only changes strides, so .contiguous() must copy "
               "before .view() may glue H and D together. In C++, assigning the "
               "transposed view to the Tensor4 P was that copy.");

@@ -7,9 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include <unistd.h>
 
 namespace lesson {
 
@@ -80,6 +83,12 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         else if (a == "--svg" && info.draws) {
             if (next == nullptr) throw BadFlag("--svg needs a folder");
             o.svg_dir = argv[++i];
+            std::error_code ec;
+            std::filesystem::create_directories(o.svg_dir, ec);
+            if (ec || access(o.svg_dir.c_str(), W_OK) != 0) {
+                throw BadFlag("--svg: cannot write to the folder '" + o.svg_dir +
+                              "'" + (ec ? ": " + ec.message() : ""));
+            }
         } else {
             throw BadFlag("unknown flag '" + a + "' (try --help)");
         }
