@@ -43,7 +43,7 @@ TEST_CASE("reference_forward matches PyTorch on a causal E=4, H=2, T=3 case") {
     mha::Tensor3 x({1, 3, 4});
     for (std::size_t i = 0; i < 12; ++i) x.data()[i] = float(int(i) % 5 - 2) / 4;
     const mha::Mask causal = mha::causal_mask(3, 3);
-    const mha::AttentionOutput r = mha::reference_forward(m, x, x, x, &causal);
+    const mha::ReferenceOutput r = mha::reference_forward(m, x, x, x, &causal);
     const mha::Tensor4 a = {{{{1, 0, 0},
                               {0.4938132f, 0.5061869f, 0},
                               {0.3274649f, 0.3347814f, 0.3377536f}},

@@ -60,27 +60,34 @@ AttentionOutput MultiHeadAttention::forward(const Tensor3& query,
                                             const Tensor3& value,
                                             const Mask* mask,
                                             float fill) const {
+    ForwardTrace t = trace(query, key, value, mask, fill);
+    return {std::move(t.output), std::move(t.weights)};
+}
+
+ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
+                                       const Tensor3& value, const Mask* mask,
+                                       float fill) const {
     check_inputs(query, key, value);
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = embed_dim_;
     const std::size_t H = num_heads_, D = head_dim_;
     if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
 
+    ForwardTrace t;
     // 1) the three projections, one gemm each
-    const Tensor3 q = linear(query, wq);  // [B, Tq, E]
-    const Tensor3 k = linear(key, wk);    // [B, Tk, E]
-    const Tensor3 v = linear(value, wv);  // [B, Tk, E]
+    t.q = linear(query, wq);  // [B, Tq, E]
+    t.k = linear(key, wk);    // [B, Tk, E]
+    t.v = linear(value, wv);  // [B, Tk, E]
 
-    AttentionOutput out;
-    out.weights = Tensor4({B, H, Tq, Tk});
-    Tensor3 context({B, Tq, E});  // heads already merged: [B, Tq, H*D]
+    t.weights = Tensor4({B, H, Tq, Tk});
+    t.context = Tensor3({B, Tq, E});  // heads already merged: [B, Tq, H*D]
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h) {
-            const float* qh = q.data() + b * Tq * E + h * D;  // [Tq, D], ld E
-            const float* kh = k.data() + b * Tk * E + h * D;  // [Tk, D], ld E
-            const float* vh = v.data() + b * Tk * E + h * D;  // [Tk, D], ld E
-            float* w = &out.weights(b, h, 0, 0);              // [Tq, Tk]
+            const float* qh = t.q.data() + b * Tq * E + h * D;  // [Tq, D], ld E
+            const float* kh = t.k.data() + b * Tk * E + h * D;  // [Tk, D], ld E
+            const float* vh = t.v.data() + b * Tk * E + h * D;  // [Tk, D], ld E
+            float* w = &t.weights(b, h, 0, 0);                  // [Tq, Tk]
             // 2) scores: [Tq, D] x [D, Tk] -> [Tq, Tk], scaled by 1/sqrt(D)
             gemm({qh, Tq, D, E}, false, {kh, Tk, D, E}, true, w, Tk, scale);
             // 3) mask and softmax, one query row at a time
@@ -96,11 +103,11 @@ AttentionOutput MultiHeadAttention::forward(const Tensor3& query,
             // 4) weights x V: [Tq, Tk] x [Tk, D] -> [Tq, D], written straight
             //    into columns h*D.. of the merged context (ld E)
             gemm({w, Tq, Tk, Tk}, false, {vh, Tk, D, E}, false,
-                 context.data() + b * Tq * E + h * D, E);
+                 t.context.data() + b * Tq * E + h * D, E);
         }
     // 5) the output layer
-    out.output = linear(context, w_o);  // [B, Tq, E]
-    return out;
+    t.output = linear(t.context, w_o);  // [B, Tq, E]
+    return t;
 }
 
 }  // namespace mha

@@ -21,6 +21,16 @@ struct AttentionOutput {
     Tensor4 weights;  ///< `[B, H, Tq, Tk]`, one set per head, not averaged
 };
 
+/// Everything a forward pass computes on the way, kept for backward().
+struct ForwardTrace {
+    Tensor3 q;        ///< query projection `[B, Tq, E]` (heads side by side)
+    Tensor3 k;        ///< key projection `[B, Tk, E]`
+    Tensor3 v;        ///< value projection `[B, Tk, E]`
+    Tensor4 weights;  ///< softmax weights `[B, H, Tq, Tk]`
+    Tensor3 context;  ///< weights x V, heads merged, before w_o `[B, Tq, E]`
+    Tensor3 output;   ///< `[B, Tq, E]`
+};
+
 /// Multi-head attention with the articles' four linear layers.
 ///
 /// The layers are public, like an nn.Module's parameters, so that a test or
@@ -51,6 +61,12 @@ public:
     AttentionOutput forward(const Tensor3& query, const Tensor3& key,
                             const Tensor3& value, const Mask* mask = nullptr,
                             float fill = kNegInf) const;
+
+    /// forward(), keeping every intermediate (for backward() and lessons).
+    /// Same parameters as forward().
+    ForwardTrace trace(const Tensor3& query, const Tensor3& key,
+                       const Tensor3& value, const Mask* mask = nullptr,
+                       float fill = kNegInf) const;
 
     std::size_t embed_dim() const { return embed_dim_; }  ///< E
     std::size_t num_heads() const { return num_heads_; }  ///< H

@@ -1,7 +1,7 @@
-// The oracle, in the manner of llm.c: plain loops, numbered passes.
+// The oracle, in the manner of llm.c: plain loops, numbered passes, double.
 //
 // B = batch, Tq = queries, Tk = keys, E = embed_dim, H = heads, D = E / H.
-// All tensors are row-major: x[b, t, e] is x[(b * T + t) * E + e].
+// All arrays are row-major: x[b, t, e] is x[(b * T + t) * E + e].
 #include "mha/reference.hpp"
 
 #include <cmath>
@@ -12,21 +12,22 @@ namespace mha {
 namespace {
 
 // out[r, o] = b[o] + sum_i x[r, i] * w[o, i]; x is (R, E), w is (E, E).
-void linear_loops(const float* x, const Linear& l, std::size_t R,
-                  std::size_t E, float* out) {
+template <class In>
+void linear_loops(const In* x, const Linear& l, std::size_t R, std::size_t E,
+                  double* out) {
     const float* w = l.weight.data();
     for (std::size_t r = 0; r < R; ++r)
         for (std::size_t o = 0; o < E; ++o) {
             double acc = l.bias(o);
             for (std::size_t i = 0; i < E; ++i)
-                acc += static_cast<double>(x[r * E + i]) * w[o * E + i];
-            out[r * E + o] = static_cast<float>(acc);
+                acc += double(x[r * E + i]) * w[o * E + i];
+            out[r * E + o] = acc;
         }
 }
 
 }  // namespace
 
-AttentionOutput reference_forward(const MultiHeadAttention& m,
+ReferenceOutput reference_forward(const MultiHeadAttention& m,
                                   const Tensor3& query, const Tensor3& key,
                                   const Tensor3& value, const Mask* mask,
                                   float fill) {
@@ -37,28 +38,28 @@ AttentionOutput reference_forward(const MultiHeadAttention& m,
     if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
 
     // pass 1: the projections q = query wq^T + b, and likewise k and v
-    std::vector<float> q(B * Tq * E), k(B * Tk * E), v(B * Tk * E);
+    std::vector<double> q(B * Tq * E), k(B * Tk * E), v(B * Tk * E);
     linear_loops(query.data(), m.wq, B * Tq, E, q.data());
     linear_loops(key.data(), m.wk, B * Tk, E, k.data());
     linear_loops(value.data(), m.wv, B * Tk, E, v.data());
 
-    AttentionOutput out;
-    out.weights = Tensor4({B, H, Tq, Tk});
-    std::vector<float> context(B * Tq * E);  // (B, Tq, E), heads merged
+    ReferenceOutput out;
+    out.weights = xt::xtensor<double, 4>::from_shape({B, H, Tq, Tk});
+    std::vector<double> context(B * Tq * E);  // (B, Tq, E), heads merged
     const double scale = 1.0 / std::sqrt(static_cast<double>(D));
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
             for (std::size_t i = 0; i < Tq; ++i) {
-                float* w = &out.weights(b, h, i, 0);  // this query's row
+                double* w = &out.weights(b, h, i, 0);  // this query's row
                 // pass 2: scores of query i against every key j, head h
                 // (head h is columns h*D .. h*D + D-1), then the mask
-                const float* qi = &q[(b * Tq + i) * E + h * D];
-                float maxval = -INFINITY;
+                const double* qi = &q[(b * Tq + i) * E + h * D];
+                double maxval = -INFINITY;
                 for (std::size_t j = 0; j < Tk; ++j) {
-                    const float* kj = &k[(b * Tk + j) * E + h * D];
+                    const double* kj = &k[(b * Tk + j) * E + h * D];
                     double dot = 0.0;
                     for (std::size_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
-                    w[j] = static_cast<float>(dot * scale);
+                    w[j] = dot * scale;
                     if (mask != nullptr && !mask_row(*mask, b, h, i)[j])
                         w[j] = fill;
                     if (w[j] > maxval) maxval = w[j];
@@ -67,25 +68,22 @@ AttentionOutput reference_forward(const MultiHeadAttention& m,
                 // A row with every key masked (-inf) attends to nothing.
                 double sum = 0.0;
                 for (std::size_t j = 0; j < Tk; ++j) {
-                    const double e = maxval == -INFINITY
-                                         ? 0.0
-                                         : std::exp(double(w[j]) - maxval);
-                    w[j] = static_cast<float>(e);
-                    sum += e;
+                    w[j] = maxval == -INFINITY ? 0.0 : std::exp(w[j] - maxval);
+                    sum += w[j];
                 }
                 for (std::size_t j = 0; j < Tk; ++j)
-                    w[j] = sum > 0.0 ? static_cast<float>(w[j] / sum) : 0.0f;
+                    w[j] = sum > 0.0 ? w[j] / sum : 0.0;
                 // pass 4: weighted sum of the values into columns h*D..
-                float* ctx = &context[(b * Tq + i) * E + h * D];
+                double* ctx = &context[(b * Tq + i) * E + h * D];
                 for (std::size_t d = 0; d < D; ++d) {
                     double acc = 0.0;
                     for (std::size_t j = 0; j < Tk; ++j)
-                        acc += double(w[j]) * v[(b * Tk + j) * E + h * D + d];
-                    ctx[d] = static_cast<float>(acc);
+                        acc += w[j] * v[(b * Tk + j) * E + h * D + d];
+                    ctx[d] = acc;
                 }
             }
     // pass 5: the output layer
-    out.output = Tensor3({B, Tq, E});
+    out.output = xt::xtensor<double, 3>::from_shape({B, Tq, E});
     linear_loops(context.data(), m.w_o, B * Tq, E, out.output.data());
     return out;
 }

@@ -10,10 +10,17 @@ namespace mha {
 /// @brief The same forward as MultiHeadAttention::forward, in plain loops.
 /// @{
 
-/// The forward pass in plain loops over raw arrays, with double
-/// accumulators: no xtensor expression and no BLAS, so that it can be
-/// checked by eye and serves as the tests' oracle. Same arguments, same
-/// results (within float rounding), same fully-masked-row policy.
+/// What reference_forward() returns: the same as AttentionOutput, in double.
+struct ReferenceOutput {
+    xt::xtensor<double, 3> output;   ///< `[B, Tq, E]`
+    xt::xtensor<double, 4> weights;  ///< `[B, H, Tq, Tk]`
+};
+
+/// The forward pass in plain loops over raw arrays, computed in double from
+/// the float inputs and weights: no xtensor expression and no BLAS, so that
+/// it can be checked by eye and serves as the tests' oracle (and, being
+/// double, as the loss of the gradient checks). Same arguments, same results
+/// up to float rounding, same fully-masked-row policy.
 /// @param m     the module whose weights are used
 /// @param query `[B, Tq, E]`
 /// @param key   `[B, Tk, E]`
@@ -21,7 +28,7 @@ namespace mha {
 /// @param mask  nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
 /// @param fill  what masked scores become
 /// @return      output `[B, Tq, E]` and weights `[B, H, Tq, Tk]`
-AttentionOutput reference_forward(const MultiHeadAttention& m,
+ReferenceOutput reference_forward(const MultiHeadAttention& m,
                                   const Tensor3& query, const Tensor3& key,
                                   const Tensor3& value,
                                   const Mask* mask = nullptr,

@@ -1,0 +1,55 @@
+/// @file backward.hpp
+/// @brief The backward pass: hand-written gradients of the whole forward.
+#pragma once
+
+#include "mha/attention.hpp"
+
+namespace mha {
+
+/// @defgroup backward Backward pass
+/// @brief Gradients of MultiHeadAttention::forward, written out by hand.
+///
+/// For a loss L with dL/d(output) given, the chain runs the forward in
+/// reverse: w_o, merge, weights x V, softmax, mask, scores, split, and the
+/// three projections.
+/// @{
+
+/// The gradient of a linear layer's parameters.
+struct LinearGrad {
+    Tensor2 weight;  ///< dL/dW `[out, in]`
+    Tensor1 bias;    ///< dL/db `[out]`
+};
+
+/// Every gradient of one forward call.
+struct AttentionGrads {
+    LinearGrad wq, wk, wv, w_o;  ///< the four layers' parameters
+    Tensor3 query;               ///< dL/d query `[B, Tq, E]`
+    Tensor3 key;                 ///< dL/d key `[B, Tk, E]`
+    Tensor3 value;               ///< dL/d value `[B, Tk, E]`
+};
+
+/// dL/d(everything) given dL/d(output), for the same arguments forward()
+/// took. For self-attention `forward(X, X, X)`, dL/dX is the sum
+/// query + key + value.
+///
+/// Softmax backward: with P the weights of one row and G = dL/dP,
+/// \f$\partial L / \partial s_j = P_j (G_j - \sum_k P_k G_k)\f$.
+/// A masked score is a constant (the fill), so its gradient is 0; a fully
+/// masked row (all-zero weights) passes no gradient to the scores.
+/// @param m        the module
+/// @param query    `[B, Tq, E]`
+/// @param key      `[B, Tk, E]`
+/// @param value    `[B, Tk, E]`
+/// @param d_output dL/d output `[B, Tq, E]`
+/// @param mask     nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
+/// @param fill     what masked scores become, as in forward()
+/// @return         the gradients, each shaped like what it differentiates
+/// @throws std::invalid_argument when a shape does not fit.
+AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
+                        const Tensor3& key, const Tensor3& value,
+                        const Tensor3& d_output, const Mask* mask = nullptr,
+                        float fill = kNegInf);
+
+/// @}
+
+}  // namespace mha
