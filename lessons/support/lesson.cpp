@@ -271,6 +271,11 @@ int Lesson::check(const std::string& what, double max_diff, double tol) {
     return ok ? 0 : 1;
 }
 
+int Lesson::claim(const std::string& what, bool holds) {
+    std::printf("%s, %s\n", holds ? "OK" : "FAILED", what.c_str());
+    return holds ? 0 : 1;
+}
+
 int run(int argc, char** argv, const Info& info,
         const std::function<int(Lesson&)>& body) {
     try {

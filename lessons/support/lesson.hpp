@@ -84,6 +84,9 @@ public:
     /// The closing self-check: prints "OK, max |diff| = ..." and returns
     /// the exit code (0 when max_diff <= tol).
     int check(const std::string& what, double max_diff, double tol);
+    /// A self-check of a claim the lesson makes: prints "OK, <what>" or
+    /// "FAILED, <what>" and returns the exit code (0 when it holds).
+    int claim(const std::string& what, bool holds);
 
 private:
     void step_values(const std::string& lhs, const std::string& name,

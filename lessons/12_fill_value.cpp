@@ -1,0 +1,103 @@
+// Lesson 12 (pitfall): the fill value, and rows with every key masked.
+//
+// Shows: -inf, -1e10 and -1e9 give the same weights wherever a query has at
+// least one key; they part ways on a fully masked row, where the textbook
+// softmax gives NaN for -inf and uniform weights for the finite fills. The
+// core's policy for that row, and why.
+// Mirrors: the handwritten-course article's `masked_fill(mask == 0,
+// float("-inf"))` and the four-linear-layers article's
+// `masked_fill(mask == 0, -1e10)`.
+//
+// B = batch, T = time, E = d_model, H = heads, D = head_dim.
+#include <cmath>
+#include <vector>
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xreducer.hpp>
+#include <xtensor/xsort.hpp>
+#include <xtensor/xview.hpp>
+
+#include "mha/attention.hpp"
+#include "mha/heads.hpp"
+#include "mha/mask.hpp"
+#include "mha/scores.hpp"
+#include "mha/softmax.hpp"
+#include "support/lesson.hpp"
+
+namespace {
+
+// The textbook softmax of lesson 05, with no guard: exp(s - max) / sum.
+mha::Tensor4 textbook_softmax(const mha::Tensor4& s) {
+    const mha::Tensor4 row_max = xt::amax(s, {3}, xt::keep_dims);
+    const mha::Tensor4 e = xt::exp(s - row_max);
+    const mha::Tensor4 sum = xt::sum(e, {3}, xt::keep_dims);
+    return e / sum;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const lesson::Info info{"12_fill_value", "pitfall: -inf, -1e10, -1e9 and empty rows"};
+    return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
+        const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
+        const std::size_t H = L.opt.heads;
+        using lesson::fixed;
+        int rc = 0;
+        mha::Rng rng(L.opt.seed);
+        const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
+        const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
+        const mha::Tensor4 S =
+            mha::scaled_scores(mha::split_heads(mha::linear(X, m.wq), H),
+                               mha::split_heads(mha::linear(X, m.wk), H));
+
+        L.section("1. Rows with at least one key: the fill does not matter");
+        const mha::Mask causal = mha::causal_mask(T, T);
+        const mha::Tensor4 w_inf = mha::softmax(mha::apply_mask(S, causal));
+        const mha::Tensor4 w_1e10 = mha::softmax(mha::apply_mask(S, causal, -1e10f));
+        const mha::Tensor4 w_1e9 = mha::softmax(mha::apply_mask(S, causal, -1e9f));
+        const double d10 = mha::max_abs_diff(w_inf, w_1e10);
+        const double d9 = mha::max_abs_diff(w_inf, w_1e9);
+        std::printf("causal mask: max |w(-inf) - w(-1e10)| = %.3g, "
+                    "max |w(-inf) - w(-1e9)| = %.3g\n", d10, d9);
+        L.say("exp(-1e9 - max) is 0 in float just as exp(-inf) is, so the three "
+              "fills agree exactly. (In half precision, whose largest number is "
+              "65504, -1e10 and -1e9 become -inf; that is why fp16 code fills "
+              "-1e4.)");
+        rc |= L.claim("the three fills agree on causal rows", d10 == 0.0 && d9 == 0.0);
+
+        L.section("2. A row with every key masked");
+        // Sequence 0 has length 0: its queries have no key to look at.
+        std::vector<std::size_t> lengths(B, T);
+        lengths[0] = 0;
+        const mha::Mask pad = mha::padding_mask(lengths, T);  // [B, 1, 1, T]
+        const mha::Tensor4 t_inf = textbook_softmax(mha::apply_mask(S, pad));
+        const mha::Tensor4 t_1e10 = textbook_softmax(mha::apply_mask(S, pad, -1e10f));
+        const mha::Tensor4 c_inf = mha::softmax(mha::apply_mask(S, pad));
+        std::printf("weights of sequence 0, query 0, first keys (1/T = %.4f):\n", 1.0 / T);
+        const std::size_t n = std::min<std::size_t>(T, 5);
+        auto row = [&](const char* what, const mha::Tensor4& w) {
+            std::string s;
+            for (std::size_t j = 0; j < n; ++j) s += " " + fixed(w(0, 0, 0, j), 4);
+            std::printf("  %-28s%s\n", what, s.c_str());
+        };
+        row("textbook softmax, -inf:", t_inf);
+        row("textbook softmax, -1e10:", t_1e10);
+        row("core softmax, -inf:", c_inf);
+        L.say("-inf: every score is -inf, the max is -inf, and -inf - (-inf) is "
+              "NaN; PyTorch 1.13 gives NaN here too. -1e10: every score is -1e10, "
+              "so every key weighs 1/T, the mean of all values, padding included.");
+        L.say("The core's policy: such a row gets zero weights, so the query "
+              "attends to nothing and its output is w_o's bias. A NaN would spread "
+              "through the loss to every gradient of the batch; uniform weights "
+              "would quietly average padding. Zero is finite and says 'nothing "
+              "to see'. With a finite fill the core gives uniform weights, as "
+              "PyTorch does.");
+        rc |= L.claim("textbook softmax with -inf gives NaN on the empty row",
+                      std::isnan(t_inf(0, 0, 0, 0)));
+        rc |= L.claim("-1e10 gives uniform weights 1/T on the empty row",
+                      std::fabs(t_1e10(0, 0, 0, 0) - 1.0 / T) < 1e-6);
+        rc |= L.claim("the core gives zero weights on the empty row",
+                      xt::amax(xt::abs(xt::view(c_inf, 0)))() == 0.0f);
+        return rc;
+    });
+}

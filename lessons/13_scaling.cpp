@@ -1,0 +1,125 @@
+// Lesson 13 (pitfall): scale by sqrt(D), by sqrt(E), or not at all.
+//
+// Shows: for head sizes D = 16 .. 256 with unit-variance q and k (lesson 03
+// showed the projections give about that), the variance of the scores, how
+// peaked the softmax is (its entropy), and how much gradient gets through
+// the softmax. Only 1/sqrt(D) keeps all three the same for every D.
+// Mirrors: `/ math.sqrt(n_d)` ("除以它的维度开根号（让方差变小）") and
+// `/ (self.head_dim ** 0.5)`.
+//
+// T = time (queries and keys), D = head_dim, E = D * H.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "mha/init.hpp"
+#include "mha/scores.hpp"
+#include "mha/softmax.hpp"
+#include "support/lesson.hpp"
+
+namespace {
+
+struct Stats {
+    double var = 0, entropy = 0, grad = 0;
+};
+
+// Scores s = factor * q k^T over n samples of [T, D]; their variance, the
+// mean entropy of the softmax rows, and the median over rows of |dL/ds| for
+// a unit-normal upstream gradient G: ds = P * (G - sum(P * G)). The median,
+// because a few rows with two close winners carry most of the gradient.
+Stats measure(const mha::Tensor4& q, const mha::Tensor4& k, double factor,
+              mha::Rng& rng) {
+    const double sqrt_d = std::sqrt(double(q.shape(3)));
+    const mha::Tensor4 s = mha::scaled_scores(q, k) * float(factor * sqrt_d);
+    const mha::Tensor4 p = mha::softmax(s);
+    const std::size_t T = s.shape(3), rows = s.size() / T;
+    Stats st;
+    double sum = 0, sq = 0;
+    std::vector<double> row_norms(rows);
+    for (float x : s) sum += x, sq += double(x) * x;
+    st.var = sq / s.size() - (sum / s.size()) * (sum / s.size());
+    std::vector<double> g(T);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* pr = p.data() + r * T;
+        double dot = 0;
+        for (std::size_t j = 0; j < T; ++j) {
+            g[j] = rng.normal();
+            dot += pr[j] * g[j];
+            if (pr[j] > 0) st.entropy -= pr[j] * std::log(double(pr[j]));
+        }
+        double g2 = 0;
+        for (std::size_t j = 0; j < T; ++j) {
+            const double ds = pr[j] * (g[j] - dot);
+            g2 += ds * ds;
+        }
+        row_norms[r] = std::sqrt(g2);
+    }
+    st.entropy /= rows;
+    std::nth_element(row_norms.begin(), row_norms.begin() + rows / 2, row_norms.end());
+    st.grad = row_norms[rows / 2];
+    return st;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const lesson::Info info{"13_scaling", "pitfall: sqrt(D), sqrt(E) or no scaling"};
+    return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
+        const std::size_t T = L.opt.time, H = L.opt.heads;
+        // Enough samples for about 65536 scores at any T, so the statistics
+        // hold at --tiny too.
+        const std::size_t n = std::clamp<std::size_t>(65536 / (T * T), 4, 256);
+        mha::Rng rng(L.opt.seed);
+        int rc = 0;
+
+        L.section("1. Scores, softmax entropy and gradient across D");
+        std::printf("%zu samples of q, k ~ N(0, 1); T = %zu keys; E = D x H with H = %zu;\n"
+                    "the entropy is at most ln T = %.2f\n", n, T, H, std::log(double(T)));
+        std::printf("%4s | %-23s | %-17s | %s\n", "D", "var(scores)", "entropy",
+                    "median |grad| through softmax");
+        std::printf("%4s | %7s %7s %7s | %5s %5s %5s | %8s %8s %8s\n", "", "sqrt(D)",
+                    "sqrt(E)", "none", "D", "E", "none", "sqrt(D)", "sqrt(E)", "none");
+        Stats first[3], last[3];
+        for (std::size_t D = 16; D <= 256; D *= 2) {
+            mha::Tensor4 q({n, 1, T, D}), k({n, 1, T, D});
+            for (float& x : q) x = rng.normal();
+            for (float& x : k) x = rng.normal();
+            const double factors[3] = {1 / std::sqrt(double(D)),
+                                       1 / std::sqrt(double(D * H)), 1.0};
+            Stats st[3];
+            for (int f = 0; f < 3; ++f) st[f] = measure(q, k, factors[f], rng);
+            std::printf("%4zu | %7.3f %7.3f %7.1f | %5.2f %5.2f %5.2f | %8.2e %8.2e %8.2e\n",
+                        D, st[0].var, st[1].var, st[2].var, st[0].entropy,
+                        st[1].entropy, st[2].entropy, st[0].grad, st[1].grad, st[2].grad);
+            for (int f = 0; f < 3; ++f) {
+                if (D == 16) first[f] = st[f];
+                last[f] = st[f];
+            }
+            if (D == 16 || D == 256) {
+                rc |= L.claim("sqrt(D) keeps var(scores) near 1 at D = " +
+                                  std::to_string(D) + " (" + lesson::fixed(st[0].var) + ")",
+                              st[0].var > 0.8 && st[0].var < 1.25);
+            }
+        }
+        using lesson::fixed;
+        L.say("Without scaling the variance grows as D: the largest scores of a row "
+              "dwarf the rest, the softmax gets peaked (entropy " +
+              fixed(first[2].entropy, 2) + " at D = 16, " + fixed(last[2].entropy, 2) +
+              " at D = 256) and the median gradient through it falls " +
+              fixed(first[2].grad / last[2].grad, 1) + "x: most queries stop "
+              "learning where to look. Dividing by sqrt(E) overshoots by sqrt(H): "
+              "the softmax is nearly uniform (entropy " + fixed(last[1].entropy, 2) +
+              " of at most " + fixed(std::log(double(T)), 2) + ") and attends to "
+              "everything alike. sqrt(D) keeps all three the same for every D.");
+        const double growth = last[2].var / first[2].var;
+        rc |= L.claim("unscaled variance grows 16x from D = 16 to 256 (" +
+                          lesson::fixed(growth, 1) + "x), within 1.3x",
+                      growth > 16 / 1.3 && growth < 16 * 1.3);
+        rc |= L.claim("unscaled softmax at D = 256 is more peaked than sqrt(D)",
+                      last[2].entropy < last[0].entropy);
+        rc |= L.claim("unscaled gradient at D = 256 is under a third of sqrt(D)'s",
+                      last[2].grad < last[0].grad / 3);
+        return rc;
+    });
+}
