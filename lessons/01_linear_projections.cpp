@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
               " here; the largest |weight| drawn is " + std::to_string(biggest) +
               ". It keeps the variance of Q about the variance of X. The "
               "weight is [out, in], as nn.Linear stores it, so y = x W^T + b.");
+        L.say("torch.nn.MultiheadAttention initialises differently: one Xavier "
+              "draw over wq, wk, wv stacked as [3E, E], so a = sqrt(6 / (4E)) = " +
+              lesson::fixed(std::sqrt(6.0 / (4 * E)), 6) + ", sqrt(2) narrower, and "
+              "zero biases. mha::Init::torch(seed) does that; the articles' "
+              "per-matrix Xavier is mha::Init::xavier(seed).");
 
         L.section("1. Q = X W^T + b, written out");
         // Every token is a row: view X as [B*T, E] and do one matrix product.

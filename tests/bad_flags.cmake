@@ -13,7 +13,9 @@ set(cases
   "--d-model 8 --heads 16|--heads 16 is more than --d-model 8"
   "--tiny --time 10|--tiny sets the sizes itself"
   "--batch 4096 --time 4096|GB, over the 4 GB limit"
-  "--seed x|--seed takes a whole number")
+  "--seed x|--seed takes a whole number"
+  "--dump|--dump needs a folder"
+  "--dump /proc/mha|--dump: cannot write to the folder '/proc/mha'")
 foreach(case IN LISTS cases)
   string(FIND "${case}" "|" bar)
   string(SUBSTRING "${case}" 0 ${bar} args)

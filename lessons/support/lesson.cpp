@@ -1,7 +1,10 @@
 // The lesson frame: flags, printing, pictures, self-check.
 #include "lesson.hpp"
 
+#include <xtensor/xadapt.hpp>
+
 #include "mha/heads.hpp"
+#include "mha/npy.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -45,7 +48,7 @@ void usage(const Info& info) {
     std::printf(
         "%s: %s\n\n"
         "usage: %s [--tiny] [--batch B] [--time T] [--d-model E] [--heads H]\n"
-        "          [--seed S] [--pause]%s [--help]\n\n"
+        "          [--seed S] [--pause] [--dump DIR]%s [--help]\n\n"
         "  --tiny       batch 1, time 4, d_model 8, 2 heads; prints the numbers\n"
         "  --batch B    batch size (default 128)\n"
         "  --time T     sequence length (default 64)\n"
@@ -53,12 +56,25 @@ void usage(const Info& info) {
         "  --heads H    number of heads; must divide d_model (default 8)\n"
         "  --seed S     seed for the data and the weights (default 0)\n"
         "  --pause      wait for Enter between sections, for class\n"
+        "  --dump DIR   also save every tensor shown as DIR/NN_name.npy (float32)\n"
         "%s"
         "  --help       this text\n",
         info.name.c_str(), info.summary.c_str(), info.name.c_str(),
         info.draws ? " [--svg DIR]" : "",
         info.draws ? "  --svg DIR    also write the pictures as SVG files in DIR\n"
                    : "");
+}
+
+// A folder flag's value: created if missing, and it must be writable.
+std::string folder(const std::string& flag, const char* value) {
+    if (value == nullptr) throw BadFlag(flag + " needs a folder");
+    std::error_code ec;
+    std::filesystem::create_directories(value, ec);
+    if (ec || access(value, W_OK) != 0) {
+        throw BadFlag(flag + ": cannot write to the folder '" + value + "'" +
+                      (ec ? ": " + ec.message() : ""));
+    }
+    return value;
 }
 
 Options parse(int argc, char** argv, const Info& info, bool& help) {
@@ -80,16 +96,9 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         else if (a == "--d-model") o.d_model = value(8192);
         else if (a == "--heads") o.heads = value(8192);
         else if (a == "--seed") { ++i; o.seed = parse_size(a, next, 1ULL << 62) ; }
-        else if (a == "--svg" && info.draws) {
-            if (next == nullptr) throw BadFlag("--svg needs a folder");
-            o.svg_dir = argv[++i];
-            std::error_code ec;
-            std::filesystem::create_directories(o.svg_dir, ec);
-            if (ec || access(o.svg_dir.c_str(), W_OK) != 0) {
-                throw BadFlag("--svg: cannot write to the folder '" + o.svg_dir +
-                              "'" + (ec ? ": " + ec.message() : ""));
-            }
-        } else {
+        else if (a == "--svg" && info.draws) o.svg_dir = folder(a, next), ++i;
+        else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
+        else {
             throw BadFlag("unknown flag '" + a + "' (try --help)");
         }
     }
@@ -97,7 +106,7 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         throw BadFlag("--tiny sets the sizes itself; drop --batch/--time/"
                       "--d-model/--heads, or drop --tiny");
     }
-    if (o.tiny) o = Options{1, 4, 8, 2, o.seed, true, o.pause, o.svg_dir};
+    if (o.tiny) o = Options{1, 4, 8, 2, o.seed, true, o.pause, o.svg_dir, o.dump_dir};
     if (o.heads > o.d_model) {
         throw BadFlag("--heads " + std::to_string(o.heads) +
                       " is more than --d-model " + std::to_string(o.d_model) +
@@ -217,7 +226,14 @@ void Lesson::step_values(const std::string& lhs, const std::string& name,
                 right.c_str());
     if (!torch.empty()) std::printf("    PyTorch: %s\n", torch.c_str());
     if (!cpp.empty()) std::printf("    C++    : %s\n", cpp.c_str());
-    if (numbers && opt.tiny) print_numbers(v);
+    if (numbers) print_numbers(v);
+    if (!opt.dump_dir.empty()) {
+        char file[16];
+        std::snprintf(file, sizeof file, "%02d_", ++dumped_);
+        const std::string path = opt.dump_dir + "/" + file + name + ".npy";
+        mha::save_npy(path, xt::adapt(v.data, v.shape));
+        std::printf("    saved %s\n", path.c_str());
+    }
 }
 
 void Lesson::picture(const std::string& title, const std::string& file,

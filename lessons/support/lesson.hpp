@@ -21,6 +21,7 @@ struct Options {
     bool tiny = false;     // batch 1, time 4, d_model 8, 2 heads; print numbers
     bool pause = false;    // wait for Enter between sections
     std::string svg_dir;   // write pictures here (lessons 04, 05)
+    std::string dump_dir;  // write every tensor a step shows as .npy here
 };
 
 /// A lesson's name, one-line summary and whether it draws pictures.
@@ -42,11 +43,11 @@ struct Values {
     std::vector<float> data;
     bool flags = false;  // a bool mask: print 0 and 1
     template <class T>
-    static Values of(const T& t) {
+    static Values of(const T& t, bool with_data) {
         Values v;
         v.flags = std::is_same<typename T::value_type, bool>::value;
         v.shape.assign(t.shape().begin(), t.shape().end());
-        v.data.assign(t.begin(), t.end());
+        if (with_data) v.data.assign(t.begin(), t.end());
         return v;
     }
 };
@@ -63,18 +64,21 @@ public:
     /// The PyTorch line and the C++ line of a step that makes no tensor.
     void code(const std::string& torch, const std::string& cpp);
     /// A step: `lhs  name.shape = [...]`, then the PyTorch and C++ lines;
-    /// at --tiny also the numbers (when @p numbers is true).
+    /// at --tiny also the numbers (when @p numbers is true). With --dump DIR
+    /// the tensor is also written to DIR/NN_name.npy.
     template <class T>
     void step(const std::string& lhs, const std::string& name, const T& t,
               const std::string& torch, const std::string& cpp,
               bool numbers = true) {
-        step_values(lhs, name, Values::of(t), torch, cpp, numbers);
+        const bool print = numbers && opt.tiny;
+        step_values(lhs, name, Values::of(t, print || !opt.dump_dir.empty()), torch,
+                    cpp, print);
     }
     /// An earlier stage done by the core in one line: shape only.
     template <class T>
     void recap(const std::string& lhs, const std::string& name, const T& t,
                const std::string& cpp) {
-        step_values(lhs, name, Values::of(t), "", cpp, false);
+        step_values(lhs, name, Values::of(t, !opt.dump_dir.empty()), "", cpp, false);
     }
     /// A grid picture of a [rows, cols] matrix with values in [0, 1]:
     /// shaded cells in the terminal, and DIR/<file>.svg with --svg DIR.
@@ -93,6 +97,7 @@ private:
                      const Values& v, const std::string& torch,
                      const std::string& cpp, bool numbers);
     int sections_ = 0;
+    int dumped_ = 0;
 };
 
 /// @p x with @p digits decimals, for sentences: fixed(0.61237) is "0.612".

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include <xtensor/xview.hpp>
+
 #include "mha/gemm.hpp"
 #include "mha/heads.hpp"
 #include "mha/softmax.hpp"
@@ -17,6 +19,25 @@ MultiHeadAttention::MultiHeadAttention(std::size_t embed_dim,
       num_heads_(num_heads),
       head_dim_(head_dim_for(embed_dim, num_heads)) {
     Rng rng(init.seed);
+    if (init.kind == Init::Kind::torch_mha) {
+        // One Xavier draw over the packed [3E, E] in_proj weight: rows
+        // 0..E-1 are wq, E..2E-1 wk, 2E..3E-1 wv.
+        const Tensor2 packed = xavier_uniform(3 * embed_dim, embed_dim, rng);
+        Linear* parts[3] = {&wq, &wk, &wv};
+        for (std::size_t p = 0; p < 3; ++p) {
+            parts[p]->weight = xt::view(packed, xt::range(p * embed_dim,
+                                                          (p + 1) * embed_dim));
+        }
+        // out_proj: nn.Linear's kaiming_uniform(a=sqrt(5)) = U(-1/sqrt(E), ..)
+        const float a = 1.0f / std::sqrt(static_cast<float>(embed_dim));
+        w_o.weight = Tensor2::from_shape({embed_dim, embed_dim});
+        for (float& x : w_o.weight) x = rng.uniform(-a, a);
+        for (Linear* l : {&wq, &wk, &wv, &w_o}) {
+            l->bias = Tensor1::from_shape({embed_dim});
+            l->bias.fill(0.0f);
+        }
+        return;
+    }
     wq = make_linear(embed_dim, embed_dim, init, rng);
     wk = make_linear(embed_dim, embed_dim, init, rng);
     wv = make_linear(embed_dim, embed_dim, init, rng);
@@ -58,20 +79,22 @@ void MultiHeadAttention::check_inputs(const Tensor3& query, const Tensor3& key,
 AttentionOutput MultiHeadAttention::forward(const Tensor3& query,
                                             const Tensor3& key,
                                             const Tensor3& value,
-                                            const Mask* mask,
-                                            float fill) const {
-    ForwardTrace t = trace(query, key, value, mask, fill);
+                                            const Mask* mask, float fill,
+                                            const Tensor4* score_bias) const {
+    ForwardTrace t = trace(query, key, value, mask, fill, score_bias);
     return {std::move(t.output), std::move(t.weights)};
 }
 
 ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
                                        const Tensor3& value, const Mask* mask,
-                                       float fill) const {
+                                       float fill,
+                                       const Tensor4* score_bias) const {
     check_inputs(query, key, value);
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = embed_dim_;
     const std::size_t H = num_heads_, D = head_dim_;
     if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
+    if (score_bias != nullptr) check_score_bias(*score_bias, B, H, Tq, Tk);
 
     ForwardTrace t;
     // 1) the three projections, one gemm each
@@ -90,9 +113,13 @@ ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
             float* w = &t.weights(b, h, 0, 0);                  // [Tq, Tk]
             // 2) scores: [Tq, D] x [D, Tk] -> [Tq, Tk], scaled by 1/sqrt(D)
             gemm({qh, Tq, D, E}, false, {kh, Tk, D, E}, true, w, Tk, scale);
-            // 3) mask and softmax, one query row at a time
+            // 3) bias, mask and softmax, one query row at a time
             for (std::size_t i = 0; i < Tq; ++i) {
                 float* row = w + i * Tk;
+                if (score_bias != nullptr) {
+                    const float* add = broadcast_row(*score_bias, b, h, i);
+                    for (std::size_t j = 0; j < Tk; ++j) row[j] += add[j];
+                }
                 if (mask != nullptr) {
                     const bool* keep = mask_row(*mask, b, h, i);
                     for (std::size_t j = 0; j < Tk; ++j)

@@ -56,17 +56,21 @@ public:
     /// @param value `[B, Tk, E]`
     /// @param mask  nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
     /// @param fill  what masked scores become: -inf (default), -1e10, ...
+    /// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]` added to
+    ///              the scores before the mask: PyTorch's float `attn_mask`
     /// @return      output `[B, Tq, E]` and weights `[B, H, Tq, Tk]`
     /// @throws std::invalid_argument naming the shapes when they do not fit.
     AttentionOutput forward(const Tensor3& query, const Tensor3& key,
                             const Tensor3& value, const Mask* mask = nullptr,
-                            float fill = kNegInf) const;
+                            float fill = kNegInf,
+                            const Tensor4* score_bias = nullptr) const;
 
     /// forward(), keeping every intermediate (for backward() and lessons).
     /// Same parameters as forward().
     ForwardTrace trace(const Tensor3& query, const Tensor3& key,
                        const Tensor3& value, const Mask* mask = nullptr,
-                       float fill = kNegInf) const;
+                       float fill = kNegInf,
+                       const Tensor4* score_bias = nullptr) const;
 
     std::size_t embed_dim() const { return embed_dim_; }  ///< E
     std::size_t num_heads() const { return num_heads_; }  ///< H

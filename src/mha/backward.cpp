@@ -32,7 +32,8 @@ LinearGrad linear_backward(const float* x, const float* dy, std::size_t R,
 
 AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
                         const Tensor3& key, const Tensor3& value,
-                        const Tensor3& d_output, const Mask* mask, float fill) {
+                        const Tensor3& d_output, const Mask* mask, float fill,
+                        const Tensor4* score_bias) {
     m.check_inputs(query, key, value);
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = m.embed_dim();
@@ -44,7 +45,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
     }
 
     // Forward again, keeping what the backward needs.
-    const ForwardTrace t = m.trace(query, key, value, mask, fill);
+    const ForwardTrace t = m.trace(query, key, value, mask, fill, score_bias);
     const Tensor3 &q = t.q, &k = t.k, &v = t.v;  // [B, T, E] each
     const Tensor4& P = t.weights;                // [B, H, Tq, Tk]
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));

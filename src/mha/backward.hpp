@@ -43,12 +43,14 @@ struct AttentionGrads {
 /// @param d_output dL/d output `[B, Tq, E]`
 /// @param mask     nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
 /// @param fill     what masked scores become, as in forward()
+/// @param score_bias nullptr, or added to the scores, as in forward()
 /// @return         the gradients, each shaped like what it differentiates
 /// @throws std::invalid_argument when a shape does not fit.
 AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
                         const Tensor3& key, const Tensor3& value,
                         const Tensor3& d_output, const Mask* mask = nullptr,
-                        float fill = kNegInf);
+                        float fill = kNegInf,
+                        const Tensor4* score_bias = nullptr);
 
 /// @}
 

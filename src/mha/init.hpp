@@ -68,7 +68,8 @@ struct Init {
     enum class Kind {
         xavier_uniform,  ///< the articles' choice, one matrix at a time
         zeros,           ///< every weight 0 (a pitfall)
-        constant         ///< every weight `value` (a pitfall)
+        constant,        ///< every weight `value` (a pitfall)
+        torch_mha        ///< as torch.nn.MultiheadAttention initialises itself
     };
     Kind kind = Kind::xavier_uniform;  ///< which scheme
     float value = 0.0f;                ///< the constant, for Kind::constant
@@ -84,6 +85,12 @@ struct Init {
     static Init constant(float v, std::uint64_t seed = 0) {
         return {Kind::constant, v, seed};
     }
+    /// What `torch.nn.MultiheadAttention(E, H)` does: one Xavier uniform over
+    /// the packed in_proj weight `[3E, E]`, so wq, wk and wv are drawn with
+    /// the bound \f$\sqrt{6 / (E + 3E)} = \sqrt{6 / (4E)}\f$, not the
+    /// articles' \f$\sqrt{6 / (2E)}\f$; out_proj keeps nn.Linear's
+    /// U(-1/sqrt(E), 1/sqrt(E)); every bias is 0.
+    static Init torch(std::uint64_t seed = 0) { return {Kind::torch_mha, 0.0f, seed}; }
 };
 
 /// @}

@@ -14,7 +14,8 @@ Tensor2 make_weight(std::size_t out, std::size_t in, const Init& init,
     switch (init.kind) {
         case Init::Kind::zeros: return zeros(out, in);
         case Init::Kind::constant: return constant(out, in, init.value);
-        case Init::Kind::xavier_uniform: break;
+        case Init::Kind::xavier_uniform:
+        case Init::Kind::torch_mha: break;  // the module handles torch_mha
     }
     return xavier_uniform(out, in, rng);
 }

@@ -2,6 +2,7 @@
 #include "mha/mask.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace mha {
 
@@ -64,18 +65,32 @@ Mask combine_masks(const Mask& a, const Mask& b) {
     return m;
 }
 
-void check_mask(const Mask& mask, std::size_t b, std::size_t h,
-                std::size_t tq, std::size_t tk) {
+namespace {
+
+void check_broadcast(const std::array<std::size_t, 4>& shape, const char* what,
+                     std::size_t b, std::size_t h, std::size_t tq, std::size_t tk) {
     const std::size_t want[4] = {b, h, tq, tk};
-    bool ok = mask.shape(3) == tk;
+    bool ok = shape[3] == tk;
     for (std::size_t d = 0; d < 3; ++d)
-        ok = ok && (mask.shape(d) == want[d] || mask.shape(d) == 1);
+        ok = ok && (shape[d] == want[d] || shape[d] == 1);
     if (!ok) {
-        fail("mask " + shape_of(mask) + " does not fit scores " +
+        fail(std::string(what) + " " + shape_str(shape) + " does not fit scores " +
              shape_str(std::vector<std::size_t>{b, h, tq, tk}) +
              "; give it as [B or 1, H or 1, Tq or 1, Tk] with Tk = " +
              std::to_string(tk));
     }
+}
+
+}  // namespace
+
+void check_mask(const Mask& mask, std::size_t b, std::size_t h,
+                std::size_t tq, std::size_t tk) {
+    check_broadcast(mask.shape(), "mask", b, h, tq, tk);
+}
+
+void check_score_bias(const Tensor4& bias, std::size_t b, std::size_t h,
+                      std::size_t tq, std::size_t tk) {
+    check_broadcast(bias.shape(), "score bias", b, h, tq, tk);
 }
 
 Tensor4 apply_mask(const Tensor4& scores, const Mask& mask, float fill) {

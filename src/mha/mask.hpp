@@ -56,12 +56,27 @@ void check_mask(const Mask& mask, std::size_t b, std::size_t h,
 Tensor4 apply_mask(const Tensor4& scores, const Mask& mask,
                    float fill = kNegInf);
 
+/// Throws unless an additive score bias broadcasts to `[B, H, Tq, Tk]`.
+/// @param bias `[B or 1, H or 1, Tq or 1, Tk]`
+/// @param b, h, tq, tk the sizes of the scores it must fit
+void check_score_bias(const Tensor4& bias, std::size_t b, std::size_t h,
+                      std::size_t tq, std::size_t tk);
+
+/// Row (b, h, i) of a rank-4 tensor broadcast like a mask: a pointer to its
+/// Tk entries. Works for a Mask and for a float score bias.
+/// @param t `[B or 1, H or 1, Tq or 1, Tk]`, already checked
+template <class T>
+const T* broadcast_row(const xt::xtensor<T, 4>& t, std::size_t b, std::size_t h,
+                       std::size_t i) {
+    return &t(t.shape(0) == 1 ? 0 : b, t.shape(1) == 1 ? 0 : h,
+              t.shape(2) == 1 ? 0 : i, 0);
+}
+
 /// Row (b, h, i) of a mask, broadcast: a pointer to Tk flags.
 /// @param mask `[B or 1, H or 1, Tq or 1, Tk]`, already checked
 inline const bool* mask_row(const Mask& mask, std::size_t b, std::size_t h,
                             std::size_t i) {
-    return &mask(mask.shape(0) == 1 ? 0 : b, mask.shape(1) == 1 ? 0 : h,
-                 mask.shape(2) == 1 ? 0 : i, 0);
+    return broadcast_row(mask, b, h, i);
 }
 
 /// @}

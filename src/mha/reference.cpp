@@ -30,12 +30,13 @@ void linear_loops(const In* x, const Linear& l, std::size_t R, std::size_t E,
 ReferenceOutput reference_forward(const MultiHeadAttention& m,
                                   const Tensor3& query, const Tensor3& key,
                                   const Tensor3& value, const Mask* mask,
-                                  float fill) {
+                                  float fill, const Tensor4* score_bias) {
     m.check_inputs(query, key, value);
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = m.embed_dim();
     const std::size_t H = m.num_heads(), D = m.head_dim();
     if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
+    if (score_bias != nullptr) check_score_bias(*score_bias, B, H, Tq, Tk);
 
     // pass 1: the projections q = query wq^T + b, and likewise k and v
     std::vector<double> q(B * Tq * E), k(B * Tk * E), v(B * Tk * E);
@@ -52,7 +53,7 @@ ReferenceOutput reference_forward(const MultiHeadAttention& m,
             for (std::size_t i = 0; i < Tq; ++i) {
                 double* w = &out.weights(b, h, i, 0);  // this query's row
                 // pass 2: scores of query i against every key j, head h
-                // (head h is columns h*D .. h*D + D-1), then the mask
+                // (head h is columns h*D .. h*D + D-1), the bias, the mask
                 const double* qi = &q[(b * Tq + i) * E + h * D];
                 double maxval = -INFINITY;
                 for (std::size_t j = 0; j < Tk; ++j) {
@@ -60,6 +61,8 @@ ReferenceOutput reference_forward(const MultiHeadAttention& m,
                     double dot = 0.0;
                     for (std::size_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
                     w[j] = dot * scale;
+                    if (score_bias != nullptr)
+                        w[j] += broadcast_row(*score_bias, b, h, i)[j];
                     if (mask != nullptr && !mask_row(*mask, b, h, i)[j])
                         w[j] = fill;
                     if (w[j] > maxval) maxval = w[j];

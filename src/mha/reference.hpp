@@ -27,12 +27,15 @@ struct ReferenceOutput {
 /// @param value `[B, Tk, E]`
 /// @param mask  nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
 /// @param fill  what masked scores become
+/// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]` added to
+///              the scores before the mask
 /// @return      output `[B, Tq, E]` and weights `[B, H, Tq, Tk]`
 ReferenceOutput reference_forward(const MultiHeadAttention& m,
                                   const Tensor3& query, const Tensor3& key,
                                   const Tensor3& value,
                                   const Mask* mask = nullptr,
-                                  float fill = kNegInf);
+                                  float fill = kNegInf,
+                                  const Tensor4* score_bias = nullptr);
 
 /// @}
 

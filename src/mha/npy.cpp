@@ -1,0 +1,123 @@
+// .npy files: the header is read and checked here, byte by byte, before
+// xt::load_npy is trusted with the data.
+#include "mha/npy.hpp"
+
+#include <fstream>
+#include <stdexcept>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xnpy.hpp>
+
+namespace mha {
+
+namespace {
+
+std::size_t item_size(const std::string& dtype) {
+    if (dtype.size() < 3) return 0;
+    try {
+        return static_cast<std::size_t>(std::stoul(dtype.substr(2)));
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+std::string dtype_name(const std::string& d) {
+    if (d == "<f4") return "float32";
+    if (d == "<f8") return "float64";
+    if (d == "|b1") return "bool";
+    if (d == "<i8") return "int64";
+    if (d == "<i4") return "int32";
+    return "dtype " + d;
+}
+
+void check_rank(const NpyInfo& info, const std::string& path,
+                const std::string& what, std::size_t rank) {
+    if (info.shape.size() != rank) {
+        fail(path + ": " + what + " must have rank " + std::to_string(rank) +
+             ", but the file holds shape " + shape_str(info.shape));
+    }
+}
+
+}  // namespace
+
+NpyInfo npy_info(const std::string& path) {
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    if (!f) fail(path + ": cannot open the file (does it exist?)");
+    const std::streamoff file_size = f.tellg();
+    f.seekg(0);
+    unsigned char head[10] = {};
+    f.read(reinterpret_cast<char*>(head), 10);
+    if (!f || std::string(reinterpret_cast<char*>(head), 6) != "\x93NUMPY") {
+        fail(path + ": not a .npy file (it does not start with \\x93NUMPY)");
+    }
+    const unsigned major = head[6];
+    std::size_t header_len = 0, data_start = 0;
+    if (major == 1) {
+        header_len = head[8] | (std::size_t(head[9]) << 8);
+        data_start = 10 + header_len;
+    } else if (major == 2 || major == 3) {
+        unsigned char more[2] = {};
+        f.read(reinterpret_cast<char*>(more), 2);
+        header_len = head[8] | (std::size_t(head[9]) << 8) |
+                     (std::size_t(more[0]) << 16) | (std::size_t(more[1]) << 24);
+        data_start = 12 + header_len;
+    } else {
+        fail(path + ": .npy format version " + std::to_string(major) +
+             " is not supported (1, 2 and 3 are)");
+    }
+    if (static_cast<std::streamoff>(data_start) > file_size) {
+        fail(path + ": truncated inside its header");
+    }
+    std::string header(header_len, '\0');
+    f.read(&header[0], static_cast<std::streamsize>(header_len));
+    NpyInfo info;
+    try {
+        xt::detail::parse_header(header, info.dtype, &info.fortran_order, info.shape);
+    } catch (const std::exception& e) {
+        fail(path + ": bad .npy header (" + e.what() + ")");
+    }
+    const std::size_t item = item_size(info.dtype);
+    if (item == 0) fail(path + ": unknown dtype '" + info.dtype + "'");
+    // Count the bytes the shape needs, refusing sizes that overflow.
+    std::size_t bytes = item;
+    for (std::size_t n : info.shape) {
+        if (n != 0 && bytes > (std::size_t(1) << 40) / n) {
+            fail(path + ": shape " + shape_str(info.shape) + " is too large");
+        }
+        bytes *= n;
+    }
+    const std::size_t held = static_cast<std::size_t>(file_size) - data_start;
+    if (held != bytes) {
+        fail(path + ": " + (held < bytes ? "truncated" : "has extra bytes") +
+             ": shape " + shape_str(info.shape) + " of " + dtype_name(info.dtype) +
+             " needs " + std::to_string(bytes) + " bytes of data, the file holds " +
+             std::to_string(held));
+    }
+    return info;
+}
+
+xt::xarray<float> load_npy_float(const std::string& path, const std::string& what,
+                                 std::size_t rank) {
+    const NpyInfo info = npy_info(path);
+    if (info.dtype != "<f4" && info.dtype != "<f8") {
+        fail(path + ": " + what + " must be float32 (or float64), but the file holds " +
+             dtype_name(info.dtype) + "; save it with x.astype(np.float32)");
+    }
+    check_rank(info, path, what, rank);
+    if (info.dtype == "<f4") return xt::load_npy<float>(path);
+    const xt::xarray<double> d = xt::load_npy<double>(path);
+    return xt::cast<float>(d);
+}
+
+xt::xarray<bool> load_npy_bool(const std::string& path, const std::string& what,
+                               std::size_t rank) {
+    const NpyInfo info = npy_info(path);
+    if (info.dtype != "|b1") {
+        fail(path + ": " + what + " must be bool, but the file holds " +
+             dtype_name(info.dtype));
+    }
+    check_rank(info, path, what, rank);
+    return xt::load_npy<bool>(path);
+}
+
+}  // namespace mha

@@ -1,0 +1,124 @@
+// PyTorch interop: state_dict files in and out, masks with PyTorch's polarity.
+#include "mha/torch_io.hpp"
+
+#include <algorithm>
+
+#include <xtensor/xview.hpp>
+
+#include "mha/npy.hpp"
+
+namespace mha {
+
+namespace {
+
+std::string sizes(std::size_t a, std::size_t b) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
+}
+
+}  // namespace
+
+MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads) {
+    const std::string w_path = dir + "/in_proj_weight.npy";
+    const xt::xarray<float> in_w = load_npy_float(w_path, "in_proj_weight [3E, E]", 2);
+    const std::size_t E = in_w.shape(1);
+    if (E == 0 || in_w.shape(0) != 3 * E) {
+        fail(w_path + ": in_proj_weight has shape " + shape_of(in_w) +
+             "; nn.MultiheadAttention(E, H) saves it as [3E, E]");
+    }
+    const xt::xarray<float> in_b =
+        load_npy_float(dir + "/in_proj_bias.npy", "in_proj_bias [3E]", 1);
+    const xt::xarray<float> out_w =
+        load_npy_float(dir + "/out_proj.weight.npy", "out_proj.weight [E, E]", 2);
+    const xt::xarray<float> out_b =
+        load_npy_float(dir + "/out_proj.bias.npy", "out_proj.bias [E]", 1);
+    if (in_b.shape(0) != 3 * E) {
+        fail(dir + "/in_proj_bias.npy: shape " + shape_of(in_b) + " does not fit E = " +
+             std::to_string(E) + " from in_proj_weight; it must be [" +
+             std::to_string(3 * E) + "]");
+    }
+    if (out_w.shape(0) != E || out_w.shape(1) != E) {
+        fail(dir + "/out_proj.weight.npy: shape " + shape_of(out_w) + " must be " +
+             sizes(E, E) + " for E = " + std::to_string(E));
+    }
+    if (out_b.shape(0) != E) {
+        fail(dir + "/out_proj.bias.npy: shape " + shape_of(out_b) + " must be [" +
+             std::to_string(E) + "]");
+    }
+    MultiHeadAttention m(E, num_heads, Init::zero());
+    Linear* parts[3] = {&m.wq, &m.wk, &m.wv};
+    for (std::size_t p = 0; p < 3; ++p) {
+        parts[p]->weight = xt::view(in_w, xt::range(p * E, (p + 1) * E), xt::all());
+        parts[p]->bias = xt::view(in_b, xt::range(p * E, (p + 1) * E));
+    }
+    m.w_o.weight = out_w;
+    m.w_o.bias = out_b;
+    return m;
+}
+
+void save_torch_mha(const MultiHeadAttention& m, const std::string& dir) {
+    const std::size_t E = m.embed_dim();
+    auto in_w = Tensor2::from_shape({3 * E, E});
+    auto in_b = Tensor1::from_shape({3 * E});
+    const Linear* parts[3] = {&m.wq, &m.wk, &m.wv};
+    for (std::size_t p = 0; p < 3; ++p) {
+        std::copy(parts[p]->weight.begin(), parts[p]->weight.end(),
+                  in_w.begin() + p * E * E);
+        std::copy(parts[p]->bias.begin(), parts[p]->bias.end(), in_b.begin() + p * E);
+    }
+    save_npy(dir + "/in_proj_weight.npy", in_w);
+    save_npy(dir + "/in_proj_bias.npy", in_b);
+    save_npy(dir + "/out_proj.weight.npy", m.w_o.weight);
+    save_npy(dir + "/out_proj.bias.npy", m.w_o.bias);
+}
+
+TorchMasks load_torch_masks(const std::string& attn_mask_path,
+                            const std::string& key_padding_mask_path,
+                            std::size_t b, std::size_t h, std::size_t tq,
+                            std::size_t tk) {
+    TorchMasks masks;
+    if (!attn_mask_path.empty()) {
+        const NpyInfo info = npy_info(attn_mask_path);
+        const std::size_t rank = info.shape.size();
+        const bool fits2 = rank == 2 && info.shape[0] == tq && info.shape[1] == tk;
+        const bool fits3 = rank == 3 && info.shape[0] == b * h && info.shape[1] == tq &&
+                           info.shape[2] == tk;
+        if (!fits2 && !fits3) {
+            fail(attn_mask_path + ": attn_mask has shape " + shape_str(info.shape) +
+                 "; it must be [Tq, Tk] = " + sizes(tq, tk) + " or [B*H, Tq, Tk] = [" +
+                 std::to_string(b * h) + ", " + std::to_string(tq) + ", " +
+                 std::to_string(tk) + "]");
+        }
+        // [Tq, Tk] broadcasts over batch and heads; [B*H, ...] is b-major.
+        const std::array<std::size_t, 4> shape =
+            fits2 ? std::array<std::size_t, 4>{1, 1, tq, tk}
+                  : std::array<std::size_t, 4>{b, h, tq, tk};
+        if (info.dtype == "|b1") {
+            const xt::xarray<bool> m = load_npy_bool(attn_mask_path, "attn_mask", rank);
+            Mask keep = Mask::from_shape(shape);
+            std::transform(m.begin(), m.end(), keep.begin(),
+                           [](bool masked) { return !masked; });  // True = not allowed
+            masks.keep = std::move(keep);
+        } else {
+            const xt::xarray<float> m = load_npy_float(attn_mask_path, "attn_mask", rank);
+            Tensor4 bias = Tensor4::from_shape(shape);
+            std::copy(m.begin(), m.end(), bias.begin());
+            masks.bias = std::move(bias);
+        }
+    }
+    if (!key_padding_mask_path.empty()) {
+        const NpyInfo info = npy_info(key_padding_mask_path);
+        if (info.shape.size() != 2 || info.shape[0] != b || info.shape[1] != tk) {
+            fail(key_padding_mask_path + ": key_padding_mask has shape " +
+                 shape_str(info.shape) + "; it must be [B, Tk] = " + sizes(b, tk));
+        }
+        const xt::xarray<bool> p =
+            load_npy_bool(key_padding_mask_path, "key_padding_mask [B, Tk]", 2);
+        Mask keep = Mask::from_shape({b, 1, 1, tk});
+        std::transform(p.begin(), p.end(), keep.begin(),
+                       [](bool ignore) { return !ignore; });  // True = ignore
+        masks.keep = masks.keep ? combine_masks(*masks.keep, keep) : keep;
+    }
+    return masks;
+}
+
+}  // namespace mha

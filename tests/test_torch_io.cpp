@@ -1,0 +1,142 @@
+// Tests for mha/torch_io.hpp: the committed PyTorch parity fixtures
+// (tests/data/parity, written by tests/pytorch/make_parity_fixtures.py),
+// the state_dict round trip, and PyTorch's initialiser.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "mha/npy.hpp"
+#include "mha/torch_io.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kParity = fs::path(MHA_TEST_DATA) / "parity";
+
+std::size_t num_heads_of(const fs::path& dir) {
+    std::ifstream f(dir / "case.json");
+    std::stringstream s;
+    s << f.rdbuf();
+    const std::string text = s.str(), key = "\"num_heads\": ";
+    const std::size_t at = text.find(key);
+    REQUIRE(at != std::string::npos);
+    return std::stoul(text.substr(at + key.size()));
+}
+
+mha::Tensor3 input(const fs::path& file) {
+    const xt::xarray<float> x = mha::load_npy_float(file.string(), "input", 3);
+    mha::Tensor3 t = mha::Tensor3::from_shape({x.shape(0), x.shape(1), x.shape(2)});
+    std::copy(x.begin(), x.end(), t.begin());
+    return t;
+}
+
+std::string maybe(const fs::path& file) {
+    return fs::exists(file) ? file.string() : std::string();
+}
+
+}  // namespace
+
+TEST_CASE("parity: every committed PyTorch case, output and per-head weights") {
+    // Unit-scale data: 1e-5 absolute covers float rounding in both programs.
+    const double tol = 1e-5;
+    std::size_t cases = 0;
+    for (const auto& entry : fs::directory_iterator(kParity)) {
+        const fs::path dir = entry.path();
+        CAPTURE(dir.filename().string());
+        const std::size_t H = num_heads_of(dir);
+        const mha::MultiHeadAttention m = mha::load_torch_mha(dir.string(), H);
+        const mha::Tensor3 q = input(dir / "query.npy");
+        const bool cross = fs::exists(dir / "key.npy");
+        const mha::Tensor3 k = cross ? input(dir / "key.npy") : q;
+        const mha::Tensor3 v = cross ? input(dir / "value.npy") : q;
+        const mha::TorchMasks masks =
+            mha::load_torch_masks(maybe(dir / "attn_mask.npy"),
+                                  maybe(dir / "key_padding_mask.npy"), q.shape(0), H,
+                                  q.shape(1), k.shape(1));
+        const auto out = m.forward(q, k, v, masks.keep_ptr(), mha::kNegInf,
+                                   masks.bias_ptr());
+        const auto want_out = mha::load_npy_float(
+            (dir / "expected_output.npy").string(), "expected output", 3);
+        const auto want_w = mha::load_npy_float(
+            (dir / "expected_attn_weights.npy").string(), "expected weights", 4);
+        CHECK(mha::max_abs_diff(out.output, want_out) < tol);
+        CHECK(mha::max_abs_diff(out.weights, want_w) < tol);
+        ++cases;
+    }
+    CHECK(cases >= 12);
+}
+
+TEST_CASE("save_torch_mha and load_torch_mha round-trip exactly") {
+    const fs::path dir = fs::temp_directory_path() / "mha_test_state_dict";
+    fs::create_directories(dir);
+    const mha::MultiHeadAttention m(12, 3, mha::Init::xavier(8));
+    mha::save_torch_mha(m, dir.string());
+    const mha::MultiHeadAttention back = mha::load_torch_mha(dir.string(), 3);
+    CHECK(mha::max_abs_diff(back.wq.weight, m.wq.weight) == 0.0);
+    CHECK(mha::max_abs_diff(back.wv.bias, m.wv.bias) == 0.0);
+    CHECK(mha::max_abs_diff(back.w_o.weight, m.w_o.weight) == 0.0);
+    CHECK_THROWS_WITH_AS(mha::load_torch_mha(dir.string(), 5),
+                         doctest::Contains("not divisible"), std::invalid_argument);
+    fs::remove(dir / "out_proj.bias.npy");
+    CHECK_THROWS_WITH_AS(mha::load_torch_mha(dir.string(), 3),
+                         doctest::Contains("out_proj.bias.npy: cannot open"),
+                         std::invalid_argument);
+    mha::save_npy((dir / "out_proj.bias.npy").string(), mha::zeros(1, 7));
+    CHECK_THROWS_WITH_AS(mha::load_torch_mha(dir.string(), 3),
+                         doctest::Contains("must have rank 1"), std::invalid_argument);
+    mha::save_npy((dir / "in_proj_weight.npy").string(), mha::zeros(12, 12));
+    CHECK_THROWS_WITH_AS(mha::load_torch_mha(dir.string(), 3),
+                         doctest::Contains("[3E, E]"), std::invalid_argument);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("masks with PyTorch's polarity, and wrong shapes refused") {
+    const fs::path dir = fs::temp_directory_path() / "mha_test_masks";
+    fs::create_directories(dir);
+    // attn_mask bool [2, 3]: True = not allowed; key_padding_mask [1, 3].
+    const xt::xtensor<bool, 2> am = {{false, true, true}, {false, false, true}};
+    const xt::xtensor<bool, 2> kpm = {{false, false, true}};
+    xt::dump_npy((dir / "am.npy").string(), am);
+    xt::dump_npy((dir / "kpm.npy").string(), kpm);
+    const auto m = mha::load_torch_masks((dir / "am.npy").string(),
+                                         (dir / "kpm.npy").string(), 1, 2, 2, 3);
+    REQUIRE(m.keep.has_value());
+    const mha::Mask want = {{{{1, 0, 0}, {1, 1, 0}}}};
+    CHECK(*m.keep == want);
+    CHECK_FALSE(m.bias.has_value());
+    CHECK_THROWS_WITH_AS(mha::load_torch_masks((dir / "am.npy").string(), "", 1, 2, 3, 3),
+                         doctest::Contains("it must be [Tq, Tk] = [3, 3]"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::load_torch_masks("", (dir / "kpm.npy").string(), 2, 2, 2, 3),
+                         doctest::Contains("[B, Tk] = [2, 3]"), std::invalid_argument);
+    const xt::xtensor<int, 2> ints = {{0, 1}};
+    xt::dump_npy((dir / "int.npy").string(), ints);
+    CHECK_THROWS_WITH_AS(mha::load_torch_masks("", (dir / "int.npy").string(), 1, 1, 1, 2),
+                         doctest::Contains("must be bool"), std::invalid_argument);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("Init::torch: PyTorch's bounds sqrt(6 / 4E) and 1/sqrt(E), zero biases") {
+    const std::size_t E = 256;
+    const mha::MultiHeadAttention m(E, 8, mha::Init::torch(3));
+    const double in_bound = std::sqrt(6.0 / (4.0 * E));  // 0.0765
+    const double out_bound = 1.0 / std::sqrt(double(E));  // 0.0625
+    for (const mha::Linear* l : {&m.wq, &m.wk, &m.wv}) {
+        const double big = xt::amax(xt::abs(l->weight))();
+        CHECK(big <= in_bound);
+        CHECK(big > 0.99 * in_bound);  // 65536 draws reach the edge
+        CHECK(xt::amax(xt::abs(l->bias))() == 0.0f);
+    }
+    const double big = xt::amax(xt::abs(m.w_o.weight))();
+    CHECK(big <= out_bound);
+    CHECK(big > 0.99 * out_bound);
+    CHECK(xt::amax(xt::abs(m.w_o.bias))() == 0.0f);
+    // The articles' per-matrix Xavier is sqrt(2) wider.
+    const mha::MultiHeadAttention a(E, 8, mha::Init::xavier(3));
+    CHECK(xt::amax(xt::abs(a.wq.weight))() > 1.3 * in_bound);
+}
