@@ -58,6 +58,25 @@ TEST_CASE("forward equals the plain-loop oracle on many shapes") {
     }
 }
 
+TEST_CASE("forward with an additive score bias equals the oracle") {
+    mha::Rng rng(61);
+    const mha::MultiHeadAttention m(12, 3, mha::Init::xavier(61));
+    const mha::Tensor3 q = mha::randn(2, 4, 12, rng), kv = mha::randn(2, 6, 12, rng);
+    mha::Tensor4 bias({2, 1, 4, 6});  // per batch, shared by the heads
+    for (float& x : bias) x = rng.normal();
+    const mha::Mask causal = mha::causal_mask(4, 6);
+    const auto fast = m.forward(q, kv, kv, &causal, mha::kNegInf, &bias);
+    const auto ref = mha::reference_forward(m, q, kv, kv, &causal, mha::kNegInf, &bias);
+    CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
+    CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
+    // and the bias matters: without it the weights differ
+    CHECK(mha::max_abs_diff(m.forward(q, kv, kv, &causal).weights, fast.weights) > 1e-3);
+    const mha::Tensor4 wrong({2, 2, 4, 6});
+    CHECK_THROWS_WITH_AS(m.forward(q, kv, kv, nullptr, mha::kNegInf, &wrong),
+                         doctest::Contains("score bias [2, 2, 4, 6] does not fit"),
+                         std::invalid_argument);
+}
+
 TEST_CASE("forward equals the stages composed one by one") {
     mha::Rng rng(21);
     const mha::MultiHeadAttention m(16, 4, mha::Init::xavier(21));
