@@ -66,15 +66,19 @@ public:
                             const Tensor4* score_bias = nullptr) const;
 
     /// forward(), keeping every intermediate (for backward() and lessons).
-    /// Same parameters as forward().
+    /// @param query, key, value, mask, fill, score_bias as for forward()
+    /// @return the projections, weights, context and output
     ForwardTrace trace(const Tensor3& query, const Tensor3& key,
                        const Tensor3& value, const Mask* mask = nullptr,
                        float fill = kNegInf,
                        const Tensor4* score_bias = nullptr) const;
 
-    std::size_t embed_dim() const { return embed_dim_; }  ///< E
-    std::size_t num_heads() const { return num_heads_; }  ///< H
-    std::size_t head_dim() const { return head_dim_; }    ///< D = E / H
+    /// @return E, the embedding size
+    std::size_t embed_dim() const { return embed_dim_; }
+    /// @return H, the number of heads
+    std::size_t num_heads() const { return num_heads_; }
+    /// @return D = E / H, the size of each head
+    std::size_t head_dim() const { return head_dim_; }
 
     /// Throws unless query/key/value (and the layers) fit this module.
     /// @param query `[B, Tq, E]`

@@ -22,7 +22,10 @@ struct LinearGrad {
 
 /// Every gradient of one forward call.
 struct AttentionGrads {
-    LinearGrad wq, wk, wv, w_o;  ///< the four layers' parameters
+    LinearGrad wq;               ///< dL/d wq's weight and bias
+    LinearGrad wk;               ///< dL/d wk's weight and bias
+    LinearGrad wv;               ///< dL/d wv's weight and bias
+    LinearGrad w_o;              ///< dL/d w_o's weight and bias
     Tensor3 query;               ///< dL/d query `[B, Tq, E]`
     Tensor3 key;                 ///< dL/d key `[B, Tk, E]`
     Tensor3 value;               ///< dL/d value `[B, Tk, E]`

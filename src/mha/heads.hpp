@@ -13,10 +13,11 @@ namespace mha {
 /// `D = E / H`, or a clear error when H does not divide E.
 /// @param embed_dim E (d_model), at least 1.
 /// @param num_heads H, at least 1.
+/// @return D, the size of each head
 /// @throws std::invalid_argument naming the divisors of E when H does not
 ///         divide it, e.g. 512 and 7 (head_dim would be 73.14).
 /// @warning PyTorch's `embed_dim // num_heads` floors silently: 512 // 7 is
-///          73, and 7 x 73 = 511. See the indivisible-heads lesson.
+///          73, and 7 x 73 = 511. See \ref lesson08.
 std::size_t head_dim_for(std::size_t embed_dim, std::size_t num_heads);
 
 /// `x.view(B, T, H, D).permute(0, 2, 1, 3).contiguous()`.
@@ -32,8 +33,8 @@ Tensor4 split_heads(const Tensor3& x, std::size_t num_heads);
 /// @param x `[B, H, T, D]`
 /// @return  `[B, T, E]` with E = H * D
 /// @warning reshaping `[B, H, T, D]` straight to `[B, T, E]`, without the
-///          permute, gives the right shape and the wrong numbers. See the
-///          merge-without-permute lesson.
+///          permute, gives the right shape and the wrong numbers. See
+///          \ref lesson10.
 Tensor3 merge_heads(const Tensor4& x);
 
 /// @}

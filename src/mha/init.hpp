@@ -23,8 +23,11 @@ public:
     /// @param seed any integer; the same seed gives the same sequence.
     explicit Rng(std::uint64_t seed = 0);
     /// Uniform in [lo, hi).
+    /// @param lo, hi the interval
+    /// @return the next number
     float uniform(float lo, float hi);
     /// Standard normal (mean 0, variance 1), by Box-Muller.
+    /// @return the next number
     float normal();
 
 private:
@@ -42,11 +45,16 @@ private:
 Tensor2 xavier_uniform(std::size_t fan_out, std::size_t fan_in, Rng& rng);
 
 /// A weight `[rows, cols]` of zeros, as `nn.init.zeros_`.
-/// @warning zero init is a pitfall: see the zero-init lesson.
+/// @param rows, cols the shape, each at least 1
+/// @return a weight `[rows, cols]`
+/// @warning zero init is a pitfall: see \ref lesson09.
 Tensor2 zeros(std::size_t rows, std::size_t cols);
 
 /// A weight `[rows, cols]` with every entry @p value, as `nn.init.constant_`.
-/// @warning every head then computes the same thing: see the zero-init lesson.
+/// @param rows, cols the shape, each at least 1
+/// @param value      every entry
+/// @return a weight `[rows, cols]`
+/// @warning every head then computes the same thing: see \ref lesson09.
 Tensor2 constant(std::size_t rows, std::size_t cols, float value);
 
 /// The bias `nn.Linear(in, out)` starts with: U(-1/sqrt(in), 1/sqrt(in)).
@@ -54,12 +62,14 @@ Tensor2 constant(std::size_t rows, std::size_t cols, float value);
 /// @param out_features length of the bias `[out]`.
 /// @param in_features  the layer's input size (sets the bound).
 /// @param rng          the generator to draw from.
+/// @return a bias `[out_features]`
 Tensor1 linear_default_bias(std::size_t out_features, std::size_t in_features,
                             Rng& rng);
 
 /// Standard-normal data, as `torch.randn(B, T, E)`.
 /// @param b, t, e the sizes of the result `[b, t, e]`.
 /// @param rng     the generator to draw from.
+/// @return        `[b, t, e]`
 Tensor3 randn(std::size_t b, std::size_t t, std::size_t e, Rng& rng);
 
 /// How MultiHeadAttention initialises its four weights.
@@ -76,12 +86,19 @@ struct Init {
     std::uint64_t seed = 0;            ///< seeds weights and biases
 
     /// Xavier uniform weights, nn.Linear's default biases.
+    /// @param seed seeds weights and biases
+    /// @return the scheme
     static Init xavier(std::uint64_t seed = 0) {
         return {Kind::xavier_uniform, 0.0f, seed};
     }
     /// Zero weights, nn.Linear's default biases.
+    /// @param seed seeds the biases
+    /// @return the scheme
     static Init zero(std::uint64_t seed = 0) { return {Kind::zeros, 0.0f, seed}; }
     /// Constant weights, nn.Linear's default biases.
+    /// @param v    every weight
+    /// @param seed seeds the biases
+    /// @return the scheme
     static Init constant(float v, std::uint64_t seed = 0) {
         return {Kind::constant, v, seed};
     }
@@ -90,6 +107,8 @@ struct Init {
     /// the bound \f$\sqrt{6 / (E + 3E)} = \sqrt{6 / (4E)}\f$, not the
     /// articles' \f$\sqrt{6 / (2E)}\f$; out_proj keeps nn.Linear's
     /// U(-1/sqrt(E), 1/sqrt(E)); every bias is 0.
+    /// @param seed seeds the weights
+    /// @return the scheme
     static Init torch(std::uint64_t seed = 0) { return {Kind::torch_mha, 0.0f, seed}; }
 };
 

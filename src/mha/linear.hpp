@@ -16,8 +16,10 @@ struct Linear {
     Tensor2 weight;  ///< `[out, in]`
     Tensor1 bias;    ///< `[out]`
 
-    std::size_t in_features() const { return weight.shape(1); }   ///< in
-    std::size_t out_features() const { return weight.shape(0); }  ///< out
+    /// @return in, the input size
+    std::size_t in_features() const { return weight.shape(1); }
+    /// @return out, the output size
+    std::size_t out_features() const { return weight.shape(0); }
 };
 
 /// A layer `in -> out` with weights from @p init and nn.Linear's default
@@ -26,6 +28,7 @@ struct Linear {
 /// @param out_features output size, at least 1.
 /// @param init         the weight scheme (its seed is not used here).
 /// @param rng          the generator to draw from.
+/// @return weight `[out, in]`, bias `[out]`
 Linear make_linear(std::size_t in_features, std::size_t out_features,
                    const Init& init, Rng& rng);
 

@@ -52,7 +52,7 @@ void check_mask(const Mask& mask, std::size_t b, std::size_t h,
 /// @param fill   -inf (the default) or a large negative such as -1e10
 /// @return       `[B, H, Tq, Tk]`
 /// @warning with -inf, a row whose keys are all masked has no finite score;
-///          see softmax() for the core's policy, and the fill-value lesson.
+///          see softmax_row() for the core's policy, and \ref lesson12.
 Tensor4 apply_mask(const Tensor4& scores, const Mask& mask,
                    float fill = kNegInf);
 
@@ -65,6 +65,8 @@ void check_score_bias(const Tensor4& bias, std::size_t b, std::size_t h,
 /// Row (b, h, i) of a rank-4 tensor broadcast like a mask: a pointer to its
 /// Tk entries. Works for a Mask and for a float score bias.
 /// @param t `[B or 1, H or 1, Tq or 1, Tk]`, already checked
+/// @param b, h, i batch, head and query of the row wanted
+/// @return a pointer to Tk contiguous entries
 template <class T>
 const T* broadcast_row(const xt::xtensor<T, 4>& t, std::size_t b, std::size_t h,
                        std::size_t i) {
@@ -74,6 +76,8 @@ const T* broadcast_row(const xt::xtensor<T, 4>& t, std::size_t b, std::size_t h,
 
 /// Row (b, h, i) of a mask, broadcast: a pointer to Tk flags.
 /// @param mask `[B or 1, H or 1, Tq or 1, Tk]`, already checked
+/// @param b, h, i batch, head and query of the row wanted
+/// @return a pointer to Tk flags, 1 = may attend
 inline const bool* mask_row(const Mask& mask, std::size_t b, std::size_t h,
                             std::size_t i) {
     return broadcast_row(mask, b, h, i);

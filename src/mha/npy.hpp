@@ -25,6 +25,8 @@ struct NpyInfo {
 };
 
 /// Reads and checks the header of @p path (nothing else is loaded).
+/// @param path the file
+/// @return its dtype, shape and order
 /// @throws std::invalid_argument for a missing file, a wrong magic string,
 ///         a bad header, or a file shorter or longer than its shape says.
 NpyInfo npy_info(const std::string& path);
@@ -40,6 +42,10 @@ xt::xarray<float> load_npy_float(const std::string& path, const std::string& wha
                                  std::size_t rank);
 
 /// A bool array (dtype `|b1`) of the given rank.
+/// @param path the file
+/// @param what how to name it in errors, e.g. "key_padding_mask [B, Tk]"
+/// @param rank the rank it must have
+/// @return the flags, row-major, and their shape
 /// @throws std::invalid_argument for any other dtype or rank.
 xt::xarray<bool> load_npy_bool(const std::string& path, const std::string& what,
                                std::size_t rank);

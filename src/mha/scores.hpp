@@ -17,7 +17,7 @@ namespace mha {
 /// @return  scores `[B, H, Tq, Tk]`
 /// @throws std::invalid_argument when B, H or D differ between q and k.
 /// @warning dividing by sqrt(E) instead of sqrt(D), or not at all, changes
-///          how peaked the softmax is. See the scaling lesson.
+///          how peaked the softmax is. See \ref lesson13.
 Tensor4 scaled_scores(const Tensor4& q, const Tensor4& k);
 
 /// @}

@@ -33,6 +33,7 @@ using Mask = xt::xtensor<bool, 4>;
 
 /// A shape written the way PyTorch prints it: `[128, 64, 8, 64]`.
 /// @param shape any sequence of sizes (an xtensor shape, a std::vector, ...).
+/// @return e.g. "[128, 64, 8, 64]"
 template <class S>
 std::string shape_str(const S& shape) {
     std::ostringstream out;
@@ -48,6 +49,7 @@ std::string shape_str(const S& shape) {
 
 /// The shape of a tensor (or any expression), as `shape_str` writes it.
 /// @param t a tensor of any rank.
+/// @return e.g. "[128, 64, 512]"
 template <class E>
 std::string shape_of(const E& t) {
     return shape_str(t.shape());
@@ -57,6 +59,7 @@ std::string shape_of(const E& t) {
 /// tests compare two tensors. Equal infinities count as equal (-inf after a
 /// mask); a shape mismatch or a NaN on either side gives +inf.
 /// @param a, b tensors of the same shape.
+/// @return the largest absolute difference, 0 when equal
 template <class A, class B>
 double max_abs_diff(const A& a, const B& b) {
     const double inf = std::numeric_limits<double>::infinity();
@@ -74,6 +77,7 @@ double max_abs_diff(const A& a, const B& b) {
 
 /// Throws std::invalid_argument with @p message. Every check in the core
 /// goes through here, so that programs can catch one exception type.
+/// @param message one line naming the shapes and what would fit
 [[noreturn]] void fail(const std::string& message);
 
 /// Refuses a size of zero: "<what> is 0 in <where> [shape]; ...".
@@ -83,6 +87,8 @@ void require_nonzero(const std::vector<std::size_t>& shape,
                      const std::string& what);
 
 /// The divisors of @p n, for error messages that say what would fit.
+/// @param n a size, at least 1
+/// @return 1, ..., n in increasing order
 std::vector<std::size_t> divisors(std::size_t n);
 
 /// @}

@@ -29,10 +29,10 @@ void softmax_row(float* row, std::size_t n);
 /// @param scores `[B, H, Tq, Tk]`
 /// @return       weights `[B, H, Tq, Tk]`
 /// @warning over `dim=-2` the columns sum to 1 instead and, under a causal
-///          mask, the future leaks into the past. See the softmax-axis lesson.
+///          mask, the future leaks into the past. See \ref lesson11.
 /// @warning in xtensor 0.24.3, `xt::exp(s - xt::amax(s, {3}, xt::keep_dims))`
-///          gives wrong values: evaluate the reducer first. See the
-///          xtensor-pitfalls lesson.
+///          reads past the tensor and gives wrong values: evaluate the
+///          reducer first. See \ref lesson14.
 Tensor4 softmax(const Tensor4& scores);
 
 /// @}

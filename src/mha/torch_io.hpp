@@ -19,6 +19,7 @@ namespace mha {
 /// `out_proj.weight` `[E, E]`, `out_proj.bias` `[E]`.
 /// @param dir       the folder holding the four files
 /// @param num_heads H; it must divide E
+/// @return the module with PyTorch's weights
 /// @throws std::invalid_argument naming the file and shapes on any mismatch.
 MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads);
 
@@ -31,8 +32,10 @@ void save_torch_mha(const MultiHeadAttention& m, const std::string& dir);
 struct TorchMasks {
     std::optional<Mask> keep;     ///< bool masks: `[B or 1, H or 1, Tq, Tk]`
     std::optional<Tensor4> bias;  ///< float attn_mask: added to the scores
-    const Mask* keep_ptr() const { return keep ? &*keep : nullptr; }    ///< for forward()
-    const Tensor4* bias_ptr() const { return bias ? &*bias : nullptr; }  ///< for forward()
+    /// @return the keep-mask for forward(), or nullptr
+    const Mask* keep_ptr() const { return keep ? &*keep : nullptr; }
+    /// @return the score bias for forward(), or nullptr
+    const Tensor4* bias_ptr() const { return bias ? &*bias : nullptr; }
 };
 
 /// Reads PyTorch's masks with PyTorch's polarity (True = not allowed):
@@ -42,6 +45,7 @@ struct TorchMasks {
 /// @param attn_mask_path        the attn_mask file, or ""
 /// @param key_padding_mask_path the key_padding_mask file, or ""
 /// @param b, h, tq, tk          the sizes the masks must fit
+/// @return the bool masks combined into one keep-mask, and the float bias
 /// @throws std::invalid_argument naming the file and shapes on any mismatch.
 TorchMasks load_torch_masks(const std::string& attn_mask_path,
                             const std::string& key_padding_mask_path,
