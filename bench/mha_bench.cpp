@@ -1,63 +1,209 @@
-// mha_bench: times MultiHeadAttention::forward at the articles' shape.
+// mha_bench: how fast the core is, against this machine's own limit.
 //
-// Usage: mha_bench [--runs N]   (default 7 runs after one warm-up)
-// B = 128, T = 64, E = 512, H = 8, causal; prints the median seconds and the
-// GFLOP/s, counting 2*m*n*k per product (4 projections, QK^T and weights V).
+//   mha_bench [--article] [--runs N]
+//
+// 1. The sgemm peak: one large single-precision gemm (2048^3), measured
+//    here, in this run. The roofline time of any work is FLOPs / peak. The
+//    closing line pairs each forward with an sgemm timed just before it, and
+//    gives the medians of the times, the peaks and the pairwise ratios.
+// 2. The articles' shape, B = 128, T = 64, E = 512, H = 8, causal: every
+//    stage of the core on its own, then the whole forward. Median seconds of
+//    N runs (default 7) after a warm-up, GFLOP/s, and time / roofline time.
+// 3. T = 64 .. 2048 with B*T = 8192 fixed: does the cost grow as the FLOPs?
+// 4. The plain-loop oracle at a small size, for contrast.
+// The peak resident memory of the forward at the articles' shape is printed
+// after part 2. With --article only parts 1 and 2 run; the last line is
+//   forward 128x64x512 h8 causal: median ... s, ... GFLOP/s, ...x roofline (sgemm ... GFLOP/s)
+//
+// FLOPs count 2*m*n*k per matrix product: 4 projections (8*B*T*E^2), Q K^T
+// and weights x V (2*B*H*T^2*D each). The causal mask saves nothing here:
+// the core computes every score, as the articles' code does.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <functional>
+#include <string>
 #include <vector>
 
+#include "mha/attend.hpp"
 #include "mha/attention.hpp"
+#include "mha/gemm.hpp"
+#include "mha/heads.hpp"
+#include "mha/reference.hpp"
+#include "mha/scores.hpp"
+#include "mha/softmax.hpp"
 
 namespace {
 
-double forward_flops(double B, double T, double E, double H) {
-    const double D = E / H;
-    return 4 * 2 * B * T * E * E      // wq, wk, wv, w_o
-           + 2 * 2 * B * H * T * T * D;  // Q K^T and weights x V
+int g_runs = 7;
+
+// Median seconds of g_runs calls of f, after one warm-up call.
+double median_seconds(const std::function<void()>& f, int runs = g_runs) {
+    f();
+    std::vector<double> t;
+    for (int r = 0; r < runs; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        const auto t1 = std::chrono::steady_clock::now();
+        t.push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+double projection_flops(double B, double T, double E) { return 2 * B * T * E * E; }
+double product_flops(double B, double T, double E) { return 2 * B * T * T * E; }  // H*D = E
+double forward_flops(double B, double T, double E) {
+    return 4 * projection_flops(B, T, E) + 2 * product_flops(B, T, E);
+}
+
+// Peak resident memory of this process so far, in MB (VmHWM).
+double peak_rss_mb() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+    return -1;
+}
+
+// GFLOP/s of one 2048^3 sgemm: the best this machine's BLAS does.
+struct Sgemm {
+    static constexpr std::size_t n = 2048;
+    std::vector<float> a = std::vector<float>(n * n, 0.5f);
+    std::vector<float> b = std::vector<float>(n * n, 0.25f);
+    std::vector<float> c = std::vector<float>(n * n);
+    double gflops(int runs) {
+        const double s = median_seconds([&] {
+            mha::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false,
+                      c.data(), n);
+        }, runs);
+        return 2.0 * n * n * n / s / 1e9;
+    }
+};
+
+void row(const char* what, double seconds, double flops, double peak) {
+    if (flops > 0) {
+        std::printf("  %-26s %9.5f s %7.1f GFLOP/s %6.2fx roofline\n", what, seconds,
+                    flops / seconds / 1e9, seconds / (flops / (peak * 1e9)));
+    } else {
+        std::printf("  %-26s %9.5f s   (moves data, no FLOPs)\n", what, seconds);
+    }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    int runs = 7;
+    bool article_only = false;
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
-            runs = std::atoi(argv[++i]);
+        if (std::strcmp(argv[i], "--article") == 0) {
+            article_only = true;
+        } else if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+            g_runs = std::atoi(argv[++i]);
+            if (g_runs < 5 || g_runs > 1000) {
+                std::fprintf(stderr, "mha_bench: --runs must be 5..1000\n");
+                return 2;
+            }
         } else {
             std::fprintf(stderr, "mha_bench: unknown argument '%s' "
-                                 "(usage: mha_bench [--runs N])\n", argv[i]);
+                                 "(usage: mha_bench [--article] [--runs N])\n", argv[i]);
             return 2;
         }
     }
-    if (runs < 1 || runs > 1000) {
-        std::fprintf(stderr, "mha_bench: --runs must be 1..1000\n");
-        return 2;
-    }
     try {
+        std::printf("sgemm peak: ");
+        std::fflush(stdout);
+        double peak = 0;
+        {
+            Sgemm g;
+            peak = g.gflops(5);
+        }
+        std::printf("%.1f GFLOP/s (2048 x 2048 x 2048, median of 5)\n", peak);
+
         const std::size_t B = 128, T = 64, E = 512, H = 8;
         mha::Rng rng(1);
         const mha::Tensor3 x = mha::randn(B, T, E, rng);
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(0));
         const mha::Mask causal = mha::causal_mask(T, T);
-        m.forward(x, x, x, &causal);  // warm-up
-        std::vector<double> secs;
-        for (int r = 0; r < runs; ++r) {
-            const auto t0 = std::chrono::steady_clock::now();
-            m.forward(x, x, x, &causal);
-            const auto t1 = std::chrono::steady_clock::now();
-            secs.push_back(std::chrono::duration<double>(t1 - t0).count());
+        std::printf("\nthe articles' shape: B %zu, T %zu, E %zu, H %zu, causal; "
+                    "median of %d runs\n", B, T, E, H, g_runs);
+        if (!article_only) {
+            mha::Tensor3 q3, k3;
+            mha::Tensor4 q, k, v, s, w, a;
+            row("linear (one of four)", median_seconds([&] { q3 = mha::linear(x, m.wq); }),
+                projection_flops(B, T, E), peak);
+            k3 = mha::linear(x, m.wk);
+            row("split_heads", median_seconds([&] { q = mha::split_heads(q3, H); }), 0, peak);
+            k = mha::split_heads(k3, H);
+            v = mha::split_heads(mha::linear(x, m.wv), H);
+            row("scaled_scores", median_seconds([&] { s = mha::scaled_scores(q, k); }),
+                product_flops(B, T, E), peak);
+            row("apply_mask", median_seconds([&] { w = mha::apply_mask(s, causal); }), 0, peak);
+            row("softmax", median_seconds([&] { w = mha::softmax(w); }), 0, peak);
+            row("attend", median_seconds([&] { a = mha::attend(w, v); }),
+                product_flops(B, T, E), peak);
+            row("merge_heads", median_seconds([&] { q3 = mha::merge_heads(a); }), 0, peak);
         }
-        std::sort(secs.begin(), secs.end());
-        const double median = secs[secs.size() / 2];
-        const double gflop = forward_flops(B, T, E, H) / 1e9;
-        std::printf("forward %zux%zux%zu h%zu causal: median %.4f s over %d "
-                    "runs, %.1f GFLOP/s\n",
-                    B, T, E, H, median, runs, gflop / median);
+        // Each result is dropped at once, so that the peak memory is the
+        // forward's own: input, weights and what forward() allocates.
+        const double flops = forward_flops(B, T, E);
+        const double fwd_alone = median_seconds([&] { m.forward(x, x, x, &causal); });
+        row("forward (fused)", fwd_alone, flops, peak);
+        std::printf("  peak resident memory so far: %.0f MB\n", peak_rss_mb());
+        // The machine is shared and its speed drifts: for the closing figure,
+        // time an sgemm and a forward side by side, g_runs times, and take
+        // the median of each and of their ratio.
+        std::vector<double> fwd_s, peaks, ratios;
+        {
+            Sgemm g;
+            for (int r = 0; r < g_runs; ++r) {
+                const double p = g.gflops(1);
+                const double s = median_seconds([&] { m.forward(x, x, x, &causal); }, 1);
+                fwd_s.push_back(s);
+                peaks.push_back(p);
+                ratios.push_back(s / (flops / (p * 1e9)));
+            }
+        }
+        auto median = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+        };
+        const double fwd = median(fwd_s), pair_peak = median(peaks);
+        const double roofline = median(ratios);
+
+        if (!article_only) {
+            std::printf("\nT from 64 to 2048, B*T = 8192: time against the FLOPs formula\n");
+            std::printf("  %5s %4s %10s %10s %13s %13s\n", "T", "B", "seconds", "GFLOP",
+                        "time / T=64", "FLOPs / T=64");
+            double t64 = 0, f64 = 0;
+            for (std::size_t t = 64; t <= 2048; t *= 2) {
+                const std::size_t b = 8192 / t;
+                mha::Rng r(2);
+                const mha::Tensor3 xt_ = mha::randn(b, t, E, r);
+                const mha::Mask c = mha::causal_mask(t, t);
+                const double sec = median_seconds([&] { m.forward(xt_, xt_, xt_, &c); }, 5);
+                const double f = forward_flops(b, t, E);
+                if (t == 64) t64 = sec, f64 = f;
+                std::printf("  %5zu %4zu %10.4f %10.2f %13.2f %13.2f   (%.2fx)\n", t, b, sec,
+                            f / 1e9, sec / t64, f / f64, (sec / t64) / (f / f64));
+            }
+
+            std::printf("\nthe plain-loop oracle, B 4, T 32, E 64, H 4:\n");
+            mha::Rng r(3);
+            const mha::MultiHeadAttention small(64, 4, mha::Init::xavier(0));
+            const mha::Tensor3 xs = mha::randn(4, 32, 64, r);
+            const double f_small = forward_flops(4, 32, 64);
+            const double t_ref = median_seconds([&] { mha::reference_forward(small, xs, xs, xs); });
+            const double t_fast = median_seconds([&] { small.forward(xs, xs, xs); });
+            row("reference_forward", t_ref, f_small, peak);
+            row("forward", t_fast, f_small, peak);
+        }
+        std::printf("\nforward %zux%zux%zu h%zu causal: median %.3f s, %.1f GFLOP/s, "
+                    "%.2fx roofline (sgemm %.1f GFLOP/s)\n",
+                    B, T, E, H, fwd, flops / fwd / 1e9, roofline, pair_peak);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "mha_bench: %s\n", e.what());
         return 1;

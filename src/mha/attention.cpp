@@ -3,15 +3,24 @@
 // leading dimension E, and BLAS reads that block in place.
 #include "mha/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <xtensor/xview.hpp>
 
 #include "mha/gemm.hpp"
 #include "mha/heads.hpp"
+#include "mha/parallel.hpp"
 #include "mha/softmax.hpp"
 
 namespace mha {
+
+namespace {
+
+// Query rows per block: 64 rows of 2048 scores are 512 KiB, an L2 cache.
+constexpr std::size_t kRowBlock = 64;
+
+}  // namespace
 
 MultiHeadAttention::MultiHeadAttention(std::size_t embed_dim,
                                        std::size_t num_heads, const Init& init)
@@ -81,7 +90,7 @@ AttentionOutput MultiHeadAttention::forward(const Tensor3& query,
                                             const Tensor3& value,
                                             const Mask* mask, float fill,
                                             const Tensor4* score_bias) const {
-    ForwardTrace t = trace(query, key, value, mask, fill, score_bias);
+    ForwardTrace t = compute(query, key, value, mask, fill, score_bias, false);
     return {std::move(t.output), std::move(t.weights)};
 }
 
@@ -89,6 +98,13 @@ ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
                                        const Tensor3& value, const Mask* mask,
                                        float fill,
                                        const Tensor4* score_bias) const {
+    return compute(query, key, value, mask, fill, score_bias, true);
+}
+
+ForwardTrace MultiHeadAttention::compute(const Tensor3& query, const Tensor3& key,
+                                         const Tensor3& value, const Mask* mask,
+                                         float fill, const Tensor4* score_bias,
+                                         bool keep) const {
     check_inputs(query, key, value);
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = embed_dim_;
@@ -105,33 +121,43 @@ ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
     t.weights = Tensor4({B, H, Tq, Tk});
     t.context = Tensor3({B, Tq, E});  // heads already merged: [B, Tq, H*D]
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h) {
+    // Every (b, h) pair is independent: spread them over the cores.
+    parallel_for(B * H, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t bh = begin; bh < end; ++bh) {
+            const std::size_t b = bh / H, h = bh % H;
             const float* qh = t.q.data() + b * Tq * E + h * D;  // [Tq, D], ld E
             const float* kh = t.k.data() + b * Tk * E + h * D;  // [Tk, D], ld E
             const float* vh = t.v.data() + b * Tk * E + h * D;  // [Tk, D], ld E
-            float* w = &t.weights(b, h, 0, 0);                  // [Tq, Tk]
-            // 2) scores: [Tq, D] x [D, Tk] -> [Tq, Tk], scaled by 1/sqrt(D)
-            gemm({qh, Tq, D, E}, false, {kh, Tk, D, E}, true, w, Tk, scale);
-            // 3) bias, mask and softmax, one query row at a time
-            for (std::size_t i = 0; i < Tq; ++i) {
-                float* row = w + i * Tk;
-                if (score_bias != nullptr) {
-                    const float* add = broadcast_row(*score_bias, b, h, i);
-                    for (std::size_t j = 0; j < Tk; ++j) row[j] += add[j];
+            // A block of query rows at a time, so that its scores stay in
+            // cache from the first product, through the softmax, to the second.
+            for (std::size_t i0 = 0; i0 < Tq; i0 += kRowBlock) {
+                const std::size_t rows = std::min(kRowBlock, Tq - i0);
+                float* w = &t.weights(b, h, i0, 0);  // [rows, Tk]
+                // 2) scores: [rows, D] x [D, Tk] -> [rows, Tk], times 1/sqrt(D)
+                gemm({qh + i0 * E, rows, D, E}, false, {kh, Tk, D, E}, true, w, Tk,
+                     scale);
+                // 3) bias, mask and softmax, one query row at a time
+                for (std::size_t i = i0; i < i0 + rows; ++i) {
+                    float* row = w + (i - i0) * Tk;
+                    if (score_bias != nullptr) {
+                        const float* add = broadcast_row(*score_bias, b, h, i);
+                        for (std::size_t j = 0; j < Tk; ++j) row[j] += add[j];
+                    }
+                    if (mask != nullptr) {
+                        const bool* keep = mask_row(*mask, b, h, i);
+                        for (std::size_t j = 0; j < Tk; ++j)
+                            row[j] = keep[j] ? row[j] : fill;
+                    }
+                    softmax_row(row, Tk);
                 }
-                if (mask != nullptr) {
-                    const bool* keep = mask_row(*mask, b, h, i);
-                    for (std::size_t j = 0; j < Tk; ++j)
-                        if (!keep[j]) row[j] = fill;
-                }
-                softmax_row(row, Tk);
+                // 4) weights x V: [rows, Tk] x [Tk, D] -> [rows, D], written
+                //    straight into columns h*D.. of the merged context (ld E)
+                gemm({w, rows, Tk, Tk}, false, {vh, Tk, D, E}, false,
+                     t.context.data() + (b * Tq + i0) * E + h * D, E);
             }
-            // 4) weights x V: [Tq, Tk] x [Tk, D] -> [Tq, D], written straight
-            //    into columns h*D.. of the merged context (ld E)
-            gemm({w, Tq, Tk, Tk}, false, {vh, Tk, D, E}, false,
-                 t.context.data() + b * Tq * E + h * D, E);
         }
+    });
+    if (!keep) t.q = t.k = t.v = Tensor3();  // forward() needs them no more
     // 5) the output layer
     t.output = linear(t.context, w_o);  // [B, Tq, E]
     return t;

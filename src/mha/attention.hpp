@@ -93,6 +93,12 @@ public:
     Linear w_o;  ///< output layer, `[E, E]` (`fc_out` / `w_combine`)
 
 private:
+    // trace() and forward(); forward() drops Q, K, V before the output
+    // layer, which lowers its peak memory by three [B, T, E] tensors.
+    ForwardTrace compute(const Tensor3& query, const Tensor3& key,
+                         const Tensor3& value, const Mask* mask, float fill,
+                         const Tensor4* score_bias, bool keep) const;
+
     std::size_t embed_dim_, num_heads_, head_dim_;
 };
 

@@ -2,25 +2,53 @@
 // slow-to-compile BLAS headers out of everything else.
 #include "mha/gemm.hpp"
 
+#include "mha/parallel.hpp"
+
 #include <xtensor-blas/xblas.hpp>
 
 namespace mha {
 
-void gemm(Block a, bool trans_a, Block b, bool trans_b, float* c,
-          std::size_t ldc, float alpha, float beta) {
+namespace {
+
+// One sgemm on rows [m0, m1) of op(A) and C.
+void gemm_rows(Block a, bool trans_a, Block b, bool trans_b, float* c,
+               std::size_t ldc, float alpha, float beta, std::size_t m0,
+               std::size_t m1) {
     using cxxblas::Transpose;
     using index = xt::blas_index_t;
-    const std::size_t m = trans_a ? a.cols : a.rows;
     const std::size_t k = trans_a ? a.rows : a.cols;
     const std::size_t n = trans_b ? b.rows : b.cols;
+    // Row i of op(A) is row i of A, or column i of A when transposed.
+    const float* a0 = trans_a ? a.data + m0 : a.data + m0 * a.ld;
     cxxblas::gemm<index>(cxxblas::StorageOrder::RowMajor,
                          trans_a ? Transpose::Trans : Transpose::NoTrans,
                          trans_b ? Transpose::Trans : Transpose::NoTrans,
-                         static_cast<index>(m), static_cast<index>(n),
-                         static_cast<index>(k), alpha, a.data,
+                         static_cast<index>(m1 - m0), static_cast<index>(n),
+                         static_cast<index>(k), alpha, a0,
                          static_cast<index>(a.ld), b.data,
-                         static_cast<index>(b.ld), beta, c,
+                         static_cast<index>(b.ld), beta, c + m0 * ldc,
                          static_cast<index>(ldc));
+}
+
+}  // namespace
+
+void gemm(Block a, bool trans_a, Block b, bool trans_b, float* c,
+          std::size_t ldc, float alpha, float beta) {
+    const std::size_t m = trans_a ? a.cols : a.rows;
+    const std::size_t k = trans_a ? a.rows : a.cols;
+    const std::size_t n = trans_b ? b.rows : b.cols;
+    // A large product is split by rows of C over the workers (BLAS itself
+    // runs on one thread); a small one runs here, in this thread.
+    const bool large = double(m) * double(n) * double(k) >= 4.0e6 && m >= 64;
+    if (!large) {
+        gemm_rows(a, trans_a, b, trans_b, c, ldc, alpha, beta, 0, m);
+        return;
+    }
+    const std::size_t blocks = m / 32;  // 32-row blocks keep the split even
+    parallel_for(blocks, [&](std::size_t begin, std::size_t end) {
+        const std::size_t m1 = end == blocks ? m : end * 32;
+        gemm_rows(a, trans_a, b, trans_b, c, ldc, alpha, beta, begin * 32, m1);
+    });
 }
 
 }  // namespace mha

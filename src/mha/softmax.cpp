@@ -3,24 +3,86 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace mha {
 
+namespace {
+
+// e^x for x <= 0, which is all the softmax needs after subtracting the max,
+// written without branches so that the compiler runs 4 of them at once
+// (this file is compiled with -fno-trapping-math for that). Split
+// x = k ln2 + r with |r| <= ln2 / 2; then e^x = 2^k e^r, with e^r from its
+// Taylor series up to r^7 (truncation error under 2e-8, below float's
+// 6e-8). ln2 is split in two (Cody-Waite) so that k ln2 is exact enough.
+// Below -87, e^x is under float's smallest normal number: it is 0 here, and
+// so is e^-inf, which keeps masked keys at exactly 0. NaN stays NaN.
+inline float exp_nonpositive(float x) {
+    const float xc = x < -87.0f ? -87.0f : x;
+    const int k = static_cast<int>(xc * 1.44269504f - 0.5f);  // round, x <= 0
+    const float kf = static_cast<float>(k);
+    const float r = (xc - kf * 0.693359375f) + kf * 2.12194440e-4f;
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const std::int32_t bits = (k + 127) << 23;  // 2^k as a float
+    float two_k;
+    std::memcpy(&two_k, &bits, sizeof two_k);
+    return x < -87.0f ? 0.0f : p * two_k;
+}
+
+// The max and the sum run in 8 independent lanes, so that the compiler can
+// keep them in vector registers instead of one long chain of dependent ops.
+constexpr std::size_t kLanes = 8;
+
+inline float row_max(const float* row, std::size_t n) {
+    float lane[kLanes];
+    std::fill(lane, lane + kLanes, -INFINITY);
+    std::size_t j = 0;
+    for (; j + kLanes <= n; j += kLanes)
+        for (std::size_t l = 0; l < kLanes; ++l)
+            lane[l] = lane[l] > row[j + l] ? lane[l] : row[j + l];
+    float max = -INFINITY;
+    for (; j < n; ++j) max = max > row[j] ? max : row[j];
+    for (float m : lane) max = max > m ? max : m;
+    return max;
+}
+
+// row[j] = e^(row[j] - max), and the sum of them.
+inline float exp_and_sum(float* row, std::size_t n, float max) {
+    float lane[kLanes] = {};
+    std::size_t j = 0;
+    for (; j + kLanes <= n; j += kLanes)
+        for (std::size_t l = 0; l < kLanes; ++l) {
+            row[j + l] = exp_nonpositive(row[j + l] - max);
+            lane[l] += row[j + l];
+        }
+    float sum = 0.0f;
+    for (; j < n; ++j) {
+        row[j] = exp_nonpositive(row[j] - max);
+        sum += row[j];
+    }
+    for (float s : lane) sum += s;
+    return sum;
+}
+
+}  // namespace
+
 void softmax_row(float* row, std::size_t n) {
-    float max = row[0];
-    for (std::size_t j = 1; j < n; ++j) max = std::max(max, row[j]);
+    const float max = row_max(row, n);
     if (max == -INFINITY) {  // every key masked: attend to nothing
         std::fill(row, row + n, 0.0f);
         return;
     }
     // Subtracting the max changes nothing mathematically; it keeps exp()
     // from overflowing (exp(89) is already inf in float).
-    float sum = 0.0f;
-    for (std::size_t j = 0; j < n; ++j) {
-        row[j] = std::exp(row[j] - max);
-        sum += row[j];
-    }
-    const float inv = 1.0f / sum;
+    const float inv = 1.0f / exp_and_sum(row, n, max);
     for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
 }
 
