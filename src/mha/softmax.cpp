@@ -19,7 +19,7 @@ namespace {
 // Below -87, e^x is under float's smallest normal number: it is 0 here, and
 // so is e^-inf, which keeps masked keys at exactly 0. NaN stays NaN.
 inline float exp_nonpositive(float x) {
-    const float xc = x < -87.0f ? -87.0f : x;
+    const float xc = x >= -87.0f ? x : -87.0f;  // NaN too: k stays in range
     const int k = static_cast<int>(xc * 1.44269504f - 0.5f);  // round, x <= 0
     const float kf = static_cast<float>(k);
     const float r = (xc - kf * 0.693359375f) + kf * 2.12194440e-4f;
@@ -31,10 +31,11 @@ inline float exp_nonpositive(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    const std::int32_t bits = (k + 127) << 23;  // 2^k as a float
+    const std::uint32_t bits = static_cast<std::uint32_t>(k + 127) << 23;  // 2^k
     float two_k;
     std::memcpy(&two_k, &bits, sizeof two_k);
-    return x < -87.0f ? 0.0f : p * two_k;
+    const float y = p * two_k;
+    return x < -87.0f ? 0.0f : (x == x ? y : x);  // NaN in, NaN out
 }
 
 // The max and the sum run in 8 independent lanes, so that the compiler can
@@ -51,7 +52,7 @@ inline float row_max(const float* row, std::size_t n) {
     float max = -INFINITY;
     for (; j < n; ++j) max = max > row[j] ? max : row[j];
     for (float m : lane) max = max > m ? max : m;
-    return max;
+    return max;  // may miss a NaN: softmax_row() deals with that
 }
 
 // row[j] = e^(row[j] - max), and the sum of them.
@@ -76,8 +77,11 @@ inline float exp_and_sum(float* row, std::size_t n, float max) {
 
 void softmax_row(float* row, std::size_t n) {
     const float max = row_max(row, n);
-    if (max == -INFINITY) {  // every key masked: attend to nothing
-        std::fill(row, row + n, 0.0f);
+    if (max == -INFINITY) {
+        // Every key masked: attend to nothing. Unless a NaN hid from the
+        // max: then the row is NaN, as it would be through exp() below.
+        const bool nan = std::any_of(row, row + n, [](float x) { return x != x; });
+        std::fill(row, row + n, nan ? NAN : 0.0f);
         return;
     }
     // Subtracting the max changes nothing mathematically; it keeps exp()
