@@ -27,6 +27,8 @@ struct Linear {
 /// @param in_features  input size, at least 1.
 /// @param out_features output size, at least 1.
 /// @param init         the weight scheme (its seed is not used here).
+///                     Init::torch() describes a whole module: for one
+///                     layer it draws Xavier weights, as Init::xavier().
 /// @param rng          the generator to draw from.
 /// @return weight `[out, in]`, bias `[out]`
 Linear make_linear(std::size_t in_features, std::size_t out_features,
