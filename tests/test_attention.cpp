@@ -77,6 +77,23 @@ TEST_CASE("forward with an additive score bias equals the oracle") {
                          std::invalid_argument);
 }
 
+TEST_CASE("trace_into reuses its buffers and gives forward's numbers") {
+    mha::Rng rng(91);
+    const mha::MultiHeadAttention m(12, 3, mha::Init::xavier(91));
+    const mha::Mask causal = mha::causal_mask(5, 5);
+    mha::ForwardTrace t;
+    for (std::size_t b : {2, 2, 3, 2}) {  // same shape twice, then others
+        CAPTURE(b);
+        const mha::Tensor3 x = mha::randn(b, 5, 12, rng);
+        const float* kept = t.weights.size() == b * 3 * 25 ? t.weights.data() : nullptr;
+        m.trace_into(t, x, x, x, &causal);
+        if (kept != nullptr) CHECK(t.weights.data() == kept);  // no new memory
+        const auto fresh = m.forward(x, x, x, &causal);
+        CHECK(mha::max_abs_diff(t.output, fresh.output) == 0.0);
+        CHECK(mha::max_abs_diff(t.weights, fresh.weights) == 0.0);
+    }
+}
+
 TEST_CASE("forward equals the stages composed one by one") {
     mha::Rng rng(21);
     const mha::MultiHeadAttention m(16, 4, mha::Init::xavier(21));

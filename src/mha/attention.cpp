@@ -4,6 +4,7 @@
 #include "mha/attention.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <xtensor/xview.hpp>
@@ -90,7 +91,8 @@ AttentionOutput MultiHeadAttention::forward(const Tensor3& query,
                                             const Tensor3& value,
                                             const Mask* mask, float fill,
                                             const Tensor4* score_bias) const {
-    ForwardTrace t = compute(query, key, value, mask, fill, score_bias, false);
+    ForwardTrace t;
+    compute(t, query, key, value, mask, fill, score_bias, false);
     return {std::move(t.output), std::move(t.weights)};
 }
 
@@ -98,13 +100,22 @@ ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
                                        const Tensor3& value, const Mask* mask,
                                        float fill,
                                        const Tensor4* score_bias) const {
-    return compute(query, key, value, mask, fill, score_bias, true);
+    ForwardTrace t;
+    compute(t, query, key, value, mask, fill, score_bias, true);
+    return t;
 }
 
-ForwardTrace MultiHeadAttention::compute(const Tensor3& query, const Tensor3& key,
-                                         const Tensor3& value, const Mask* mask,
-                                         float fill, const Tensor4* score_bias,
-                                         bool keep) const {
+void MultiHeadAttention::trace_into(ForwardTrace& t, const Tensor3& query,
+                                    const Tensor3& key, const Tensor3& value,
+                                    const Mask* mask, float fill,
+                                    const Tensor4* score_bias) const {
+    compute(t, query, key, value, mask, fill, score_bias, true);
+}
+
+void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
+                                 const Tensor3& key, const Tensor3& value,
+                                 const Mask* mask, float fill,
+                                 const Tensor4* score_bias, bool keep) const {
     check_inputs(query, key, value);
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = embed_dim_;
@@ -112,14 +123,15 @@ ForwardTrace MultiHeadAttention::compute(const Tensor3& query, const Tensor3& ke
     if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
     if (score_bias != nullptr) check_score_bias(*score_bias, B, H, Tq, Tk);
 
-    ForwardTrace t;
     // 1) the three projections, one gemm each
-    t.q = linear(query, wq);  // [B, Tq, E]
-    t.k = linear(key, wk);    // [B, Tk, E]
-    t.v = linear(value, wv);  // [B, Tk, E]
+    linear_into(query, wq, t.q);  // [B, Tq, E]
+    linear_into(key, wk, t.k);    // [B, Tk, E]
+    linear_into(value, wv, t.v);  // [B, Tk, E]
 
-    t.weights = Tensor4({B, H, Tq, Tk});
-    t.context = Tensor3({B, Tq, E});  // heads already merged: [B, Tq, H*D]
+    const std::array<std::size_t, 4> w_shape{B, H, Tq, Tk};
+    if (t.weights.shape() != w_shape) t.weights.resize(w_shape);
+    const std::array<std::size_t, 3> c_shape{B, Tq, E};  // heads merged: H*D = E
+    if (t.context.shape() != c_shape) t.context.resize(c_shape);
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     // Every (b, h) pair is independent: spread them over the cores.
     parallel_for(B * H, [&](std::size_t begin, std::size_t end) {
@@ -159,8 +171,7 @@ ForwardTrace MultiHeadAttention::compute(const Tensor3& query, const Tensor3& ke
     });
     if (!keep) t.q = t.k = t.v = Tensor3();  // forward() needs them no more
     // 5) the output layer
-    t.output = linear(t.context, w_o);  // [B, Tq, E]
-    return t;
+    linear_into(t.context, w_o, t.output);  // [B, Tq, E]
 }
 
 }  // namespace mha

@@ -73,6 +73,18 @@ public:
                        float fill = kNegInf,
                        const Tensor4* score_bias = nullptr) const;
 
+    /// trace() into @p t, reusing its tensors' memory when their shapes
+    /// already fit: a loop over batches of one shape allocates nothing after
+    /// the first call. Fresh memory is not free: at the articles' shape its
+    /// page faults cost this machine about a fifth of a forward (see
+    /// bench/mha_bench).
+    /// @param t the tensors to fill; any shapes on entry
+    /// @param query, key, value, mask, fill, score_bias as for forward()
+    void trace_into(ForwardTrace& t, const Tensor3& query, const Tensor3& key,
+                    const Tensor3& value, const Mask* mask = nullptr,
+                    float fill = kNegInf,
+                    const Tensor4* score_bias = nullptr) const;
+
     /// @return E, the embedding size
     std::size_t embed_dim() const { return embed_dim_; }
     /// @return H, the number of heads
@@ -93,11 +105,12 @@ public:
     Linear w_o;  ///< output layer, `[E, E]` (`fc_out` / `w_combine`)
 
 private:
-    // trace() and forward(); forward() drops Q, K, V before the output
-    // layer, which lowers its peak memory by three [B, T, E] tensors.
-    ForwardTrace compute(const Tensor3& query, const Tensor3& key,
-                         const Tensor3& value, const Mask* mask, float fill,
-                         const Tensor4* score_bias, bool keep) const;
+    // The forward pass into t. forward() passes keep = false and so drops
+    // Q, K, V before the output layer, which lowers its peak memory by
+    // three [B, T, E] tensors.
+    void compute(ForwardTrace& t, const Tensor3& query, const Tensor3& key,
+                 const Tensor3& value, const Mask* mask, float fill,
+                 const Tensor4* score_bias, bool keep) const;
 
     std::size_t embed_dim_, num_heads_, head_dim_;
 };

@@ -2,6 +2,7 @@
 #include "mha/linear.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "mha/gemm.hpp"
 
@@ -42,6 +43,12 @@ Linear make_linear(std::size_t in_features, std::size_t out_features,
 }
 
 Tensor3 linear(const Tensor3& x, const Linear& layer) {
+    Tensor3 y;
+    linear_into(x, layer, y);
+    return y;
+}
+
+void linear_into(const Tensor3& x, const Linear& layer, Tensor3& y) {
     check_layer(layer);
     const std::size_t B = x.shape(0), T = x.shape(1), in = x.shape(2);
     const std::size_t out = layer.out_features();
@@ -52,7 +59,8 @@ Tensor3 linear(const Tensor3& x, const Linear& layer) {
              " expects in = " + std::to_string(layer.in_features()) +
              "; give x as [B, T, " + std::to_string(layer.in_features()) + "]");
     }
-    Tensor3 y({B, T, out});  // [B, T, out]
+    const std::array<std::size_t, 3> shape{B, T, out};  // [B, T, out]
+    if (y.shape() != shape) y.resize(shape);
     // Start every row of y at the bias, then add x W^T with beta = 1.
     for (std::size_t r = 0; r < B * T; ++r) {
         std::copy(layer.bias.begin(), layer.bias.end(), y.data() + r * out);
@@ -60,7 +68,6 @@ Tensor3 linear(const Tensor3& x, const Linear& layer) {
     // [B*T, in] x [out, in]^T -> [B*T, out]
     gemm({x.data(), B * T, in, in}, false,
          {layer.weight.data(), out, in, in}, true, y.data(), out, 1.0f, 1.0f);
-    return y;
 }
 
 }  // namespace mha

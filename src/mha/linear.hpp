@@ -44,6 +44,13 @@ Linear make_linear(std::size_t in_features, std::size_t out_features,
 ///         bias is not `[out]`.
 Tensor3 linear(const Tensor3& x, const Linear& layer);
 
+/// linear() into @p y, which keeps its memory when its shape already fits:
+/// a loop over inputs of one shape then allocates nothing after the first.
+/// @param x     `[B, T, in]`
+/// @param layer weight `[out, in]`, bias `[out]`
+/// @param y     any tensor; on return `[B, T, out]`
+void linear_into(const Tensor3& x, const Linear& layer, Tensor3& y);
+
 /// @}
 
 }  // namespace mha
