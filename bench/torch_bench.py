@@ -32,6 +32,7 @@ ours_out = subprocess.run([str(repo / "build" / "bench" / "mha_bench"),
                           capture_output=True, text=True).stdout
 last = ours_out.strip().splitlines()[-1]
 ours = {64: float(re.search(r"median ([0-9.]+) s", last).group(1))}
+reuse = float(re.search(r"trace_into, buffers reused: ([0-9.]+) s", ours_out).group(1))
 for m in re.finditer(r"^\s+(\d+)\s+\d+\s+([0-9.]+)\s", ours_out, re.M):
     ours.setdefault(int(m.group(1)), float(m.group(2)))
 
@@ -46,7 +47,8 @@ def median_time(fn):
     return sorted(times)[len(times) // 2]
 
 
-print(last)
+print(ours_out.rstrip())
+print()
 print(f"threads {args.threads}, median of {args.runs} runs after a warm-up")
 print(f"{'shape':>22} {'PyTorch s':>10} {'ours s':>8} {'ours/PyTorch':>13}")
 E, H = 512, 8
@@ -62,5 +64,9 @@ for T in [64, 128, 256, 512, 1024, 2048]:
             mha(x, x, x, attn_mask=mask, need_weights=True, average_attn_weights=False)
 
     theirs = median_time(run)
+    if T == 64:
+        first_theirs = theirs
     print(f"{f'{B}x{T}x{E} h{H} causal':>22} {theirs:10.4f} {ours[T]:8.4f} "
           f"{ours[T] / theirs:12.2f}x")
+print(f"at 128x64x512 with buffers reused (trace_into): ours/PyTorch = "
+      f"{reuse / first_theirs:.2f}x")
