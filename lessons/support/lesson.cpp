@@ -263,7 +263,7 @@ void Lesson::picture(const std::string& title, const std::string& file,
         << "<text x='40' y='16'>" << title << "</text>\n"
         << "<text x='40' y='" << h - 6 << "'>" << col_label << " \u2192</text>\n"
         << "<text x='14' y='" << 40 + rows * cell / 2
-        << "' transform='rotate(-90 14," << 40 + rows * cell / 2 << ")'>"
+        << "' transform='rotate(90 14," << 40 + rows * cell / 2 << ")'>"
         << row_label << " \u2192</text>\n";
     for (std::size_t i = 0; i < rows; ++i)
         for (std::size_t j = 0; j < cols; ++j) {
