@@ -29,10 +29,7 @@ std::size_t num_heads_of(const fs::path& dir) {
 }
 
 mha::Tensor3 input(const fs::path& file) {
-    const xt::xarray<float> x = mha::load_npy_float(file.string(), "input", 3);
-    mha::Tensor3 t = mha::Tensor3::from_shape({x.shape(0), x.shape(1), x.shape(2)});
-    std::copy(x.begin(), x.end(), t.begin());
-    return t;
+    return mha::load_npy_tensor3(file.string(), "input [B, T, E]");
 }
 
 std::string maybe(const fs::path& file) {

@@ -73,15 +73,13 @@ std::size_t parse_heads(const std::string& text) {
 
 mha::Tensor3 load_input(const std::string& path, const std::string& what,
                         std::size_t E) {
-    const xt::xarray<float> x = mha::load_npy_float(path, what + " [B, T, E]", 3);
+    mha::Tensor3 x = mha::load_npy_tensor3(path, what + " [B, T, E]");
     if (x.shape(2) != E) {
         throw Bad(path + ": " + what + " has shape " + mha::shape_of(x) +
                   " but the weights have E = " + std::to_string(E) +
                   "; it must be [B, T, " + std::to_string(E) + "]");
     }
-    mha::Tensor3 t = mha::Tensor3::from_shape({x.shape(0), x.shape(1), x.shape(2)});
-    std::copy(x.begin(), x.end(), t.begin());
-    return t;
+    return x;
 }
 
 void make_out_dir(const std::string& dir) {

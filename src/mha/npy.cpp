@@ -2,6 +2,7 @@
 // xt::load_npy is trusted with the data.
 #include "mha/npy.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 
@@ -107,6 +108,13 @@ xt::xarray<float> load_npy_float(const std::string& path, const std::string& wha
     if (info.dtype == "<f4") return xt::load_npy<float>(path);
     const xt::xarray<double> d = xt::load_npy<double>(path);
     return xt::cast<float>(d);
+}
+
+Tensor3 load_npy_tensor3(const std::string& path, const std::string& what) {
+    const xt::xarray<float> x = load_npy_float(path, what, 3);
+    Tensor3 t = Tensor3::from_shape({x.shape(0), x.shape(1), x.shape(2)});
+    std::copy(x.begin(), x.end(), t.begin());
+    return t;
 }
 
 xt::xarray<bool> load_npy_bool(const std::string& path, const std::string& what,

@@ -41,6 +41,13 @@ NpyInfo npy_info(const std::string& path);
 xt::xarray<float> load_npy_float(const std::string& path, const std::string& what,
                                  std::size_t rank);
 
+/// load_npy_float() of a rank-3 file, as a Tensor3: an input `[B, T, E]`.
+/// @param path the file
+/// @param what how to name it in errors, e.g. "query [B, T, E]"
+/// @return the numbers, row-major
+/// @throws std::invalid_argument as load_npy_float() does.
+Tensor3 load_npy_tensor3(const std::string& path, const std::string& what);
+
 /// A bool array (dtype `|b1`) of the given rank.
 /// @param path the file
 /// @param what how to name it in errors, e.g. "key_padding_mask [B, Tk]"
