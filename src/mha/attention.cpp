@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <vector>
 
 #include <xtensor/xview.hpp>
 
@@ -20,6 +21,55 @@ namespace {
 
 // Query rows per block: 64 rows of 2048 scores are 512 KiB, an L2 cache.
 constexpr std::size_t kRowBlock = 64;
+// Rows per chunk of the batch: a chunk's Q, K, V and context (2 MiB at
+// E = 512) stay in this machine's L3 cache between its gemms.
+constexpr std::size_t kChunkRows = 256;
+
+// Gives x this shape, keeping its memory when the shape already fits.
+template <class Tensor>
+void resize_to(Tensor& x, const typename Tensor::shape_type& shape) {
+    if (x.shape() != shape) x.resize(shape);
+}
+
+// One (sequence, head) pair: its Q, K, V blocks (rows E apart), where its
+// context goes (also E apart), and its [Tq, Tk] weights.
+struct Head {
+    const float* q;
+    const float* k;
+    const float* v;
+    float* context;
+    float* weights;
+};
+
+// Scores, mask, softmax and weights x V for one head, a block of query rows
+// at a time, so that a block's scores stay in cache from the first product,
+// through the softmax, to the second.
+void attend_head(const Head& x, std::size_t b, std::size_t h, std::size_t Tq,
+                 std::size_t Tk, std::size_t D, std::size_t E, float scale,
+                 const Mask* mask, float fill, const Tensor4* score_bias) {
+    for (std::size_t i0 = 0; i0 < Tq; i0 += kRowBlock) {
+        const std::size_t rows = std::min(kRowBlock, Tq - i0);
+        float* w = x.weights + i0 * Tk;  // [rows, Tk]
+        // 2) scores: [rows, D] x [D, Tk] -> [rows, Tk], times 1/sqrt(D)
+        gemm({x.q + i0 * E, rows, D, E}, false, {x.k, Tk, D, E}, true, w, Tk, scale);
+        // 3) bias, mask and softmax, one query row at a time
+        for (std::size_t i = i0; i < i0 + rows; ++i) {
+            float* row = w + (i - i0) * Tk;
+            if (score_bias != nullptr) {
+                const float* add = broadcast_row(*score_bias, b, h, i);
+                for (std::size_t j = 0; j < Tk; ++j) row[j] += add[j];
+            }
+            if (mask != nullptr) {
+                const bool* keep = mask_row(*mask, b, h, i);
+                for (std::size_t j = 0; j < Tk; ++j) row[j] = keep[j] ? row[j] : fill;
+            }
+            softmax_row(row, Tk);
+        }
+        // 4) weights x V: [rows, Tk] x [Tk, D] -> [rows, D], written straight
+        //    into columns h*D.. of the merged context (ld E)
+        gemm({w, rows, Tk, Tk}, false, {x.v, Tk, D, E}, false, x.context + i0 * E, E);
+    }
+}
 
 }  // namespace
 
@@ -123,55 +173,71 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
     if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
     if (score_bias != nullptr) check_score_bias(*score_bias, B, H, Tq, Tk);
 
-    // 1) the three projections, one gemm each
-    linear_into(query, wq, t.q);  // [B, Tq, E]
-    linear_into(key, wk, t.k);    // [B, Tk, E]
-    linear_into(value, wv, t.v);  // [B, Tk, E]
-
-    const std::array<std::size_t, 4> w_shape{B, H, Tq, Tk};
-    if (t.weights.shape() != w_shape) t.weights.resize(w_shape);
-    const std::array<std::size_t, 3> c_shape{B, Tq, E};  // heads merged: H*D = E
-    if (t.context.shape() != c_shape) t.context.resize(c_shape);
+    resize_to(t.weights, {B, H, Tq, Tk});
+    resize_to(t.output, {B, Tq, E});
+    if (keep) {
+        resize_to(t.q, {B, Tq, E});
+        resize_to(t.k, {B, Tk, E});
+        resize_to(t.v, {B, Tk, E});
+        resize_to(t.context, {B, Tq, E});
+    } else {
+        t.q = t.k = t.v = t.context = Tensor3();
+    }
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-    // Every (b, h) pair is independent: spread them over the cores.
-    parallel_for(B * H, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t bh = begin; bh < end; ++bh) {
-            const std::size_t b = bh / H, h = bh % H;
-            const float* qh = t.q.data() + b * Tq * E + h * D;  // [Tq, D], ld E
-            const float* kh = t.k.data() + b * Tk * E + h * D;  // [Tk, D], ld E
-            const float* vh = t.v.data() + b * Tk * E + h * D;  // [Tk, D], ld E
-            // A block of query rows at a time, so that its scores stay in
-            // cache from the first product, through the softmax, to the second.
-            for (std::size_t i0 = 0; i0 < Tq; i0 += kRowBlock) {
-                const std::size_t rows = std::min(kRowBlock, Tq - i0);
-                float* w = &t.weights(b, h, i0, 0);  // [rows, Tk]
-                // 2) scores: [rows, D] x [D, Tk] -> [rows, Tk], times 1/sqrt(D)
-                gemm({qh + i0 * E, rows, D, E}, false, {kh, Tk, D, E}, true, w, Tk,
-                     scale);
-                // 3) bias, mask and softmax, one query row at a time
-                for (std::size_t i = i0; i < i0 + rows; ++i) {
-                    float* row = w + (i - i0) * Tk;
-                    if (score_bias != nullptr) {
-                        const float* add = broadcast_row(*score_bias, b, h, i);
-                        for (std::size_t j = 0; j < Tk; ++j) row[j] += add[j];
-                    }
-                    if (mask != nullptr) {
-                        const bool* keep = mask_row(*mask, b, h, i);
-                        for (std::size_t j = 0; j < Tk; ++j)
-                            row[j] = keep[j] ? row[j] : fill;
-                    }
-                    softmax_row(row, Tk);
-                }
-                // 4) weights x V: [rows, Tk] x [Tk, D] -> [rows, D], written
-                //    straight into columns h*D.. of the merged context (ld E)
-                gemm({w, rows, Tk, Tk}, false, {vh, Tk, D, E}, false,
-                     t.context.data() + (b * Tq + i0) * E + h * D, E);
+
+    // The batch goes through in chunks of whole sequences, about kChunkRows
+    // rows each. A chunk's Q, K, V and context live in a small buffer that
+    // stays in cache from its projection to the output layer, instead of
+    // four [B, T, E] tensors in fresh memory (trace() keeps them: then the
+    // chunk writes straight into t.q, t.k, t.v and t.context).
+    const std::size_t per_chunk = std::max<std::size_t>(1, kChunkRows / std::max(Tq, Tk));
+    const std::size_t chunks = (B + per_chunk - 1) / per_chunk;
+    auto run = [&](std::size_t c_begin, std::size_t c_end) {
+        std::vector<float> scratch;  // one per worker, reused chunk to chunk
+        for (std::size_t c = c_begin; c < c_end; ++c) {
+            const std::size_t b0 = c * per_chunk, n = std::min(per_chunk, B - b0);
+            float *q, *k, *v, *ctx;  // [n*Tq, E], [n*Tk, E], [n*Tk, E], [n*Tq, E]
+            if (keep) {
+                q = t.q.data() + b0 * Tq * E;
+                k = t.k.data() + b0 * Tk * E;
+                v = t.v.data() + b0 * Tk * E;
+                ctx = t.context.data() + b0 * Tq * E;
+            } else {
+                scratch.resize(2 * per_chunk * (Tq + Tk) * E);
+                q = scratch.data();
+                k = q + n * Tq * E;
+                v = k + n * Tk * E;
+                ctx = v + n * Tk * E;
             }
+            // 1) the three projections of this chunk's rows
+            linear_rows(query.data() + b0 * Tq * E, n * Tq, wq, q);
+            linear_rows(key.data() + b0 * Tk * E, n * Tk, wk, k);
+            linear_rows(value.data() + b0 * Tk * E, n * Tk, wv, v);
+            // 2)-4) every (sequence, head) pair of the chunk, independently
+            parallel_for(n * H, [&](std::size_t begin, std::size_t end) {
+                for (std::size_t bh = begin; bh < end; ++bh) {
+                    const std::size_t b = bh / H, h = bh % H;
+                    Head head{q + b * Tq * E + h * D,  // [Tq, D], ld E
+                              k + b * Tk * E + h * D,  // [Tk, D], ld E
+                              v + b * Tk * E + h * D,  // [Tk, D], ld E
+                              ctx + b * Tq * E + h * D,
+                              &t.weights(b0 + b, h, 0, 0)};
+                    attend_head(head, b0 + b, h, Tq, Tk, D, E, scale, mask, fill,
+                                score_bias);
+                }
+            });
+            // 5) the output layer on this chunk's rows
+            linear_rows(ctx, n * Tq, w_o, t.output.data() + b0 * Tq * E);
         }
-    });
-    if (!keep) t.q = t.k = t.v = Tensor3();  // forward() needs them no more
-    // 5) the output layer
-    linear_into(t.context, w_o, t.output);  // [B, Tq, E]
+    };
+    // Enough chunks: one worker per run of chunks, each chunk on one core.
+    // Few chunks (long sequences): one chunk after another, each using every
+    // core inside (gemm() splits rows, parallel_for splits the heads).
+    if (chunks >= 4 * worker_count()) {
+        parallel_for(chunks, run);
+    } else {
+        run(0, chunks);
+    }
 }
 
 }  // namespace mha

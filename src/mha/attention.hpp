@@ -105,9 +105,9 @@ public:
     Linear w_o;  ///< output layer, `[E, E]` (`fc_out` / `w_combine`)
 
 private:
-    // The forward pass into t. forward() passes keep = false and so drops
-    // Q, K, V before the output layer, which lowers its peak memory by
-    // three [B, T, E] tensors.
+    // The forward pass into t. With keep = false (forward()), Q, K, V and
+    // the context exist only a chunk of the batch at a time, in a small
+    // buffer per worker; trace() passes true and keeps them whole in t.
     void compute(ForwardTrace& t, const Tensor3& query, const Tensor3& key,
                  const Tensor3& value, const Mask* mask, float fill,
                  const Tensor4* score_bias, bool keep) const;

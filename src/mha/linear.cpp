@@ -61,13 +61,19 @@ void linear_into(const Tensor3& x, const Linear& layer, Tensor3& y) {
     }
     const std::array<std::size_t, 3> shape{B, T, out};  // [B, T, out]
     if (y.shape() != shape) y.resize(shape);
+    linear_rows(x.data(), B * T, layer, y.data());
+}
+
+void linear_rows(const float* x, std::size_t rows, const Linear& layer,
+                 float* y) {
+    const std::size_t in = layer.in_features(), out = layer.out_features();
     // Start every row of y at the bias, then add x W^T with beta = 1.
-    for (std::size_t r = 0; r < B * T; ++r) {
-        std::copy(layer.bias.begin(), layer.bias.end(), y.data() + r * out);
+    for (std::size_t r = 0; r < rows; ++r) {
+        std::copy(layer.bias.begin(), layer.bias.end(), y + r * out);
     }
-    // [B*T, in] x [out, in]^T -> [B*T, out]
-    gemm({x.data(), B * T, in, in}, false,
-         {layer.weight.data(), out, in, in}, true, y.data(), out, 1.0f, 1.0f);
+    // [rows, in] x [out, in]^T -> [rows, out]
+    gemm({x, rows, in, in}, false, {layer.weight.data(), out, in, in}, true, y,
+         out, 1.0f, 1.0f);
 }
 
 }  // namespace mha

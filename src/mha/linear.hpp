@@ -51,6 +51,15 @@ Tensor3 linear(const Tensor3& x, const Linear& layer);
 /// @param y     any tensor; on return `[B, T, out]`
 void linear_into(const Tensor3& x, const Linear& layer, Tensor3& y);
 
+/// The same on raw rows, unchecked: the fast forward applies a layer to one
+/// chunk of the batch at a time with it.
+/// @param x     `[rows, in]`, contiguous
+/// @param rows  how many rows
+/// @param layer weight `[out, in]`, bias `[out]`, already checked
+/// @param y     `[rows, out]`, contiguous, overwritten
+void linear_rows(const float* x, std::size_t rows, const Linear& layer,
+                 float* y);
+
 /// @}
 
 }  // namespace mha
