@@ -2,11 +2,19 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "mha/init.hpp"
 #include "mha/mask.hpp"
 #include "mha/softmax.hpp"
+
+// The 4-lane build of the core's softmax kernel, compiled into this test:
+// on a machine with AVX2, softmax_row() runs the 8-lane build instead, and
+// both must give the same weights.
+#define MHA_LANES 4
+#include "mha/softmax_kernel.hpp"
 
 TEST_CASE("softmax of [1, 2, 3]") {
     /*py
@@ -62,4 +70,53 @@ TEST_CASE("softmax: a NaN score gives NaN weights in its row only") {
     CHECK(w(0, 0, 1, 2) == doctest::Approx(0.66524096));
     CHECK_THROWS_AS(mha::softmax(mha::Tensor4::from_shape({1, 1, 1, 0})),
                     std::invalid_argument);
+}
+
+TEST_CASE("softmax_row: both kernel builds against exp() in double, long rows") {
+    // Rows long enough to use the vector loops (8 or 16 at a time) and their
+    // leftovers; scores in [-30, 10], some -inf (masked). Tolerance: each
+    // e^x is within 2e-7 relative, so a weight (<= 1) is within 1e-6.
+    mha::Rng rng(5);
+    for (std::size_t n : {1, 3, 7, 8, 15, 16, 17, 31, 64, 100, 2048}) {
+        CAPTURE(n);
+        std::vector<float> s(n);
+        for (std::size_t j = 0; j < n; ++j) {
+            s[j] = rng.uniform(-30.0f, 10.0f);
+            if (j % 5 == 3) s[j] = -std::numeric_limits<float>::infinity();
+        }
+        double max = -INFINITY, sum = 0;
+        for (float x : s) max = std::max(max, double(x));
+        for (float x : s) sum += std::exp(double(x) - max);
+        std::vector<float> fast = s, four = s;
+        mha::softmax_row(fast.data(), n);
+        mha::softmax_row_kernel(four.data(), n);
+        double worst = 0;
+        for (std::size_t j = 0; j < n; ++j) {
+            const double want = std::exp(double(s[j]) - max) / sum;
+            worst = std::max({worst, std::abs(fast[j] - want), std::abs(four[j] - want)});
+            if (j % 5 == 3) CHECK((fast[j] == 0.0f && four[j] == 0.0f));
+        }
+        CHECK(worst < 1e-6);
+    }
+}
+
+TEST_CASE("softmax_row: long fully masked and NaN rows, in both builds") {
+    for (int build = 0; build < 2; ++build) {
+        CAPTURE(build);
+        auto run = [build](std::vector<float>& row) {
+            if (build == 0) mha::softmax_row(row.data(), row.size());
+            else mha::softmax_row_kernel(row.data(), row.size());
+        };
+        std::vector<float> masked(37, -std::numeric_limits<float>::infinity());
+        run(masked);
+        for (float w : masked) CHECK(w == 0.0f);
+        std::vector<float> nan_row(37, 0.5f);
+        nan_row[9] = NAN;  // inside the vector loop, not the leftovers
+        run(nan_row);
+        for (float w : nan_row) CHECK(std::isnan(w));
+        std::vector<float> nan_masked(37, -std::numeric_limits<float>::infinity());
+        nan_masked[20] = NAN;  // the max misses it; the row is still NaN
+        run(nan_masked);
+        for (float w : nan_masked) CHECK(std::isnan(w));
+    }
 }

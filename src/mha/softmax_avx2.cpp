@@ -1,0 +1,11 @@
+// The softmax kernel for processors with AVX2 and FMA: 8 floats at a time.
+// This file alone is compiled with -mavx2 -mfma (see src/CMakeLists.txt);
+// softmax_row() calls it only after asking the processor.
+#define MHA_LANES 8
+#include "mha/softmax_kernel.hpp"
+
+namespace mha {
+
+void softmax_row_avx2(float* row, std::size_t n) { softmax_row_kernel(row, n); }
+
+}  // namespace mha
