@@ -46,15 +46,20 @@ TEST_CASE("forward equals the plain-loop oracle on many shapes") {
             const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
             const mha::Tensor3 v = mha::randn(c.B, c.Tk, c.E, rng);
             std::vector<std::size_t> lengths;
-            for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(1 + b % c.Tk);
+            // Sequence 0 is all padding: fully masked rows, zero weights
+            // with -inf, uniform with -1e10 (the fill alternates by case).
+            for (std::size_t b = 0; b < c.B; ++b)
+                lengths.push_back(b == 0 ? 0 : 1 + b % c.Tk);
+            const float fill = seed % 2 == 0 ? mha::kNegInf : -1e10f;
             mha::Mask mask;
             if (masked == 1) mask = mha::causal_mask(c.Tq, c.Tk);
             if (masked == 2)
                 mask = mha::combine_masks(mha::causal_mask(c.Tq, c.Tk),
                                           mha::padding_mask(lengths, c.Tk));
             const mha::Mask* mp = masked ? &mask : nullptr;
-            const auto fast = m.forward(q, kv, v, mp);
-            const auto ref = mha::reference_forward(m, q, kv, v, mp);
+            CAPTURE(fill);
+            const auto fast = m.forward(q, kv, v, mp, fill);
+            const auto ref = mha::reference_forward(m, q, kv, v, mp, fill);
             CHECK(mha::shape_of(fast.output) == mha::shape_of(q));
             CHECK(fast.weights.shape(1) == c.H);
             CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
@@ -82,20 +87,31 @@ TEST_CASE("forward with an additive score bias equals the oracle") {
                          std::invalid_argument);
 }
 
-TEST_CASE("trace_into reuses its buffers and gives forward's numbers") {
+TEST_CASE("trace_into and forward_into reuse their buffers, with forward's numbers") {
     mha::Rng rng(91);
     const mha::MultiHeadAttention m(12, 3, mha::Init::xavier(91));
     const mha::Mask causal = mha::causal_mask(5, 5);
     mha::ForwardTrace t;
+    mha::AttentionOutput o;
     for (std::size_t b : {2, 2, 3, 2}) {  // same shape twice, then others
         CAPTURE(b);
         const mha::Tensor3 x = mha::randn(b, 5, 12, rng);
-        const float* kept = t.weights.size() == b * 3 * 25 ? t.weights.data() : nullptr;
+        const bool same = t.weights.size() == b * 3 * 25;
+        const float* kept = t.weights.data();
+        const float* kept_w = o.weights.data();
+        const float* kept_out = o.output.data();
         m.trace_into(t, x, x, x, &causal);
-        if (kept != nullptr) CHECK(t.weights.data() == kept);  // no new memory
+        m.forward_into(o, x, x, x, &causal);
+        if (same) {  // no new memory
+            CHECK(t.weights.data() == kept);
+            CHECK(o.weights.data() == kept_w);
+            CHECK(o.output.data() == kept_out);
+        }
         const auto fresh = m.forward(x, x, x, &causal);
         CHECK(mha::max_abs_diff(t.output, fresh.output) == 0.0);
         CHECK(mha::max_abs_diff(t.weights, fresh.weights) == 0.0);
+        CHECK(mha::max_abs_diff(o.output, fresh.output) == 0.0);
+        CHECK(mha::max_abs_diff(o.weights, fresh.weights) == 0.0);
     }
 }
 

@@ -105,6 +105,16 @@ TEST_CASE("NaN and Inf inputs: what they reach, and what they do not") {
     CHECK(nan_rows(query_only, 0) == 1);
     CHECK(std::isnan(query_only(0, 2, 0)));
     CHECK(nan_rows(query_only, 1) == 0);
+    // Long enough for several 64-row query blocks: the forward skips the
+    // key columns a whole block may not see, but not past a bad value row,
+    // so the NaN still reaches the rows before it.
+    const mha::Mask long_causal = mha::causal_mask(150, 150);
+    const mha::Tensor3 long_clean = mha::randn(2, 150, 8, rng);
+    mha::Tensor3 long_x = long_clean;
+    long_x(0, 140, 5) = bad;  // only the value is bad
+    const auto long_out = m.forward(long_clean, long_clean, long_x, &long_causal).output;
+    CHECK(nan_rows(long_out, 0) == 150);
+    CHECK(nan_rows(long_out, 1) == 0);
 }
 
 TEST_CASE("B = 1 and T = 1 work, and match the oracle") {

@@ -41,33 +41,82 @@ struct Head {
     float* weights;
 };
 
+// How many leading key columns a block of query rows needs. Past the last
+// key that any of its rows may see, every score is masked to -inf and every
+// weight is exactly 0: both products can stop there (under a causal mask,
+// the upper right triangle). The last rows usually see the most, so they
+// go first, and the others only check the columns past them.
+std::size_t visible_columns(const Mask& mask, std::size_t b, std::size_t h,
+                            std::size_t i0, std::size_t rows, std::size_t Tk) {
+    std::size_t cols = 0;
+    for (std::size_t r = rows; r-- > 0;) {
+        const bool* keep = mask_row(mask, b, h, i0 + r);
+        unsigned char any = 0;
+        for (std::size_t j = cols; j < Tk; ++j) any |= keep[j];
+        if (any == 0) continue;
+        std::size_t last = Tk;
+        while (!keep[last - 1]) --last;
+        cols = last;
+    }
+    return cols;
+}
+
+// One past the last row of a [Tk, D] block (rows E apart) that holds a NaN
+// or an Inf; 0 when all are finite. Skipped columns must not hide them:
+// a weight of 0 times NaN is NaN, with or without skipping.
+std::size_t past_last_nonfinite(const float* v, std::size_t Tk, std::size_t D,
+                                std::size_t E) {
+    for (std::size_t j = Tk; j > 0; --j)
+        for (std::size_t d = 0; d < D; ++d)
+            if (!std::isfinite(v[(j - 1) * E + d])) return j;
+    return 0;
+}
+
 // Scores, mask, softmax and weights x V for one head, a block of query rows
 // at a time, so that a block's scores stay in cache from the first product,
 // through the softmax, to the second.
 void attend_head(const Head& x, std::size_t b, std::size_t h, std::size_t Tq,
                  std::size_t Tk, std::size_t D, std::size_t E, float scale,
                  const Mask* mask, float fill, const Tensor4* score_bias) {
+    // Masked columns can be skipped only when they get exactly 0 weight.
+    const bool may_skip = mask != nullptr && fill == kNegInf;
+    std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
     for (std::size_t i0 = 0; i0 < Tq; i0 += kRowBlock) {
         const std::size_t rows = std::min(kRowBlock, Tq - i0);
         float* w = x.weights + i0 * Tk;  // [rows, Tk]
-        // 2) scores: [rows, D] x [D, Tk] -> [rows, Tk], times 1/sqrt(D)
-        gemm({x.q + i0 * E, rows, D, E}, false, {x.k, Tk, D, E}, true, w, Tk, scale);
+        std::size_t cols = Tk;           // key columns this block computes
+        if (may_skip) {
+            cols = visible_columns(*mask, b, h, i0, rows, Tk);
+            if (cols < Tk) {
+                if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, E);
+                cols = std::max(cols, v_bad);
+            }
+        }
+        if (cols == 0) {  // every key masked for every row: attend to nothing
+            std::fill(w, w + rows * Tk, 0.0f);
+            for (std::size_t r = 0; r < rows; ++r)
+                std::fill(x.context + (i0 + r) * E, x.context + (i0 + r) * E + D, 0.0f);
+            continue;
+        }
+        // 2) scores: [rows, D] x [D, cols] -> [rows, cols], times 1/sqrt(D)
+        gemm({x.q + i0 * E, rows, D, E}, false, {x.k, cols, D, E}, true, w, Tk, scale);
         // 3) bias, mask and softmax, one query row at a time
         for (std::size_t i = i0; i < i0 + rows; ++i) {
             float* row = w + (i - i0) * Tk;
             if (score_bias != nullptr) {
                 const float* add = broadcast_row(*score_bias, b, h, i);
-                for (std::size_t j = 0; j < Tk; ++j) row[j] += add[j];
+                for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
             }
             if (mask != nullptr) {
                 const bool* keep = mask_row(*mask, b, h, i);
-                for (std::size_t j = 0; j < Tk; ++j) row[j] = keep[j] ? row[j] : fill;
+                for (std::size_t j = 0; j < cols; ++j) row[j] = keep[j] ? row[j] : fill;
             }
-            softmax_row(row, Tk);
+            softmax_row(row, cols);
+            std::fill(row + cols, row + Tk, 0.0f);  // the skipped columns
         }
-        // 4) weights x V: [rows, Tk] x [Tk, D] -> [rows, D], written straight
-        //    into columns h*D.. of the merged context (ld E)
-        gemm({w, rows, Tk, Tk}, false, {x.v, Tk, D, E}, false, x.context + i0 * E, E);
+        // 4) weights x V: [rows, cols] x [cols, D] -> [rows, D], written
+        //    straight into columns h*D.. of the merged context (ld E)
+        gemm({w, rows, cols, Tk}, false, {x.v, cols, D, E}, false, x.context + i0 * E, E);
     }
 }
 
@@ -144,6 +193,18 @@ AttentionOutput MultiHeadAttention::forward(const Tensor3& query,
     ForwardTrace t;
     compute(t, query, key, value, mask, fill, score_bias, false);
     return {std::move(t.output), std::move(t.weights)};
+}
+
+void MultiHeadAttention::forward_into(AttentionOutput& out, const Tensor3& query,
+                                      const Tensor3& key, const Tensor3& value,
+                                      const Mask* mask, float fill,
+                                      const Tensor4* score_bias) const {
+    ForwardTrace t;  // borrows out's memory for the call
+    t.output = std::move(out.output);
+    t.weights = std::move(out.weights);
+    compute(t, query, key, value, mask, fill, score_bias, false);
+    out.output = std::move(t.output);
+    out.weights = std::move(t.weights);
 }
 
 ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,

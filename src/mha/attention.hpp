@@ -65,6 +65,18 @@ public:
                             float fill = kNegInf,
                             const Tensor4* score_bias = nullptr) const;
 
+    /// forward() into @p out, which keeps its memory when its shapes already
+    /// fit: a loop over batches of one shape allocates nothing after the
+    /// first call, as with PyTorch's `out=` arguments. Fresh memory is not
+    /// free: every new 4 KiB page costs the kernel a fault and a clearing,
+    /// about 0.5 ms per MB on this machine (see bench/mha_bench).
+    /// @param out the output and weights to fill; any shapes on entry
+    /// @param query, key, value, mask, fill, score_bias as for forward()
+    void forward_into(AttentionOutput& out, const Tensor3& query,
+                      const Tensor3& key, const Tensor3& value,
+                      const Mask* mask = nullptr, float fill = kNegInf,
+                      const Tensor4* score_bias = nullptr) const;
+
     /// forward(), keeping every intermediate (for backward() and lessons).
     /// @param query, key, value, mask, fill, score_bias as for forward()
     /// @return the projections, weights, context and output
@@ -74,10 +86,7 @@ public:
                        const Tensor4* score_bias = nullptr) const;
 
     /// trace() into @p t, reusing its tensors' memory when their shapes
-    /// already fit: a loop over batches of one shape allocates nothing after
-    /// the first call. Fresh memory is not free: at the articles' shape its
-    /// page faults cost this machine about a fifth of a forward (see
-    /// bench/mha_bench).
+    /// already fit, as forward_into() does.
     /// @param t the tensors to fill; any shapes on entry
     /// @param query, key, value, mask, fill, score_bias as for forward()
     void trace_into(ForwardTrace& t, const Tensor3& query, const Tensor3& key,
