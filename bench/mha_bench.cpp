@@ -16,8 +16,10 @@
 //   forward 128x64x512 h8 causal: median ... s, ... GFLOP/s, ...x roofline (sgemm ... GFLOP/s)
 //
 // FLOPs count 2*m*n*k per matrix product: 4 projections (8*B*T*E^2), Q K^T
-// and weights x V (2*B*H*T^2*D each). The causal mask saves nothing here:
-// the core computes every score, as the articles' code does.
+// and weights x V (2*B*H*T^2*D each), every score, as the articles' code
+// computes them. The core skips the key columns a whole 64-row block of
+// queries may not see (a causal mask's upper right), so at long T a causal
+// forward does less than the formula; the T table also times it unmasked.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -87,10 +89,10 @@ struct Sgemm {
 
 void row(const char* what, double seconds, double flops, double peak) {
     if (flops > 0) {
-        std::printf("  %-26s %9.5f s %7.1f GFLOP/s %6.2fx roofline\n", what, seconds,
+        std::printf("  %-28s %9.5f s %7.1f GFLOP/s %6.2fx roofline\n", what, seconds,
                     flops / seconds / 1e9, seconds / (flops / (peak * 1e9)));
     } else {
-        std::printf("  %-26s %9.5f s   (moves data, no FLOPs)\n", what, seconds);
+        std::printf("  %-28s %9.5f s   (moves data, no FLOPs)\n", what, seconds);
     }
 }
 
@@ -150,15 +152,27 @@ int main(int argc, char** argv) {
         // Each result is dropped at once, so that the peak memory is the
         // forward's own: input, weights and what forward() allocates.
         const double flops = forward_flops(B, T, E);
-        const double fwd_alone = median_seconds([&] { m.forward(x, x, x, &causal); });
-        row("forward (fused)", fwd_alone, flops, peak);
+        row("forward()", median_seconds([&] { m.forward(x, x, x, &causal); }), flops, peak);
         std::printf("  peak resident memory so far: %.0f MB\n", peak_rss_mb());
-        // The same work into buffers kept from call to call: what a loop over
+        // The same work into memory kept from call to call: what a loop over
         // batches of one shape costs once memory is no longer fresh.
+        mha::AttentionOutput out;
+        row("forward_into, output reused",
+            median_seconds([&] { m.forward_into(out, x, x, x, &causal); }), flops, peak);
         mha::ForwardTrace work;
         row("trace_into, buffers reused",
             median_seconds([&] { m.trace_into(work, x, x, x, &causal); }), flops, peak);
         work = {};
+        // What forward() pays and forward_into() does not: its output and
+        // weights in fresh memory, each new page faulted in and cleared.
+        const double fresh_mb = (B * T * E + B * H * T * T) * 4.0 / 1e6;
+        row("fresh memory, first touch", median_seconds([&] {
+                mha::Tensor3 o = mha::Tensor3::from_shape({B, T, E});
+                mha::Tensor4 w = mha::Tensor4::from_shape({B, H, T, T});
+                std::fill(o.begin(), o.end(), 1.0f);
+                std::fill(w.begin(), w.end(), 1.0f);
+            }), 0, peak);
+        std::printf("  (%.1f MB: the output and the weights)\n", fresh_mb);
         // The machine is shared and its speed drifts: for the closing figure,
         // time an sgemm and a forward side by side, g_runs times, and take
         // the median of each and of their ratio.
@@ -169,7 +183,7 @@ int main(int argc, char** argv) {
                 const double p = g.gflops(1);
                 const double s = median_seconds([&] { m.forward(x, x, x, &causal); }, 1);
                 const double s2 =
-                    median_seconds([&] { m.trace_into(work, x, x, x, &causal); }, 1);
+                    median_seconds([&] { m.forward_into(out, x, x, x, &causal); }, 1);
                 fwd_s.push_back(s);
                 peaks.push_back(p);
                 ratios.push_back(s / (flops / (p * 1e9)));
@@ -184,25 +198,76 @@ int main(int argc, char** argv) {
         const double fwd = median(fwd_s), pair_peak = median(peaks);
         const double roofline = median(ratios);
         std::printf("\npaired with an sgemm each time, median of %d:\n"
-                    "  trace_into, buffers reused: %.3f s, %.1f GFLOP/s, %.2fx roofline\n",
+                    "  forward_into, output reused: %.3f s, %.1f GFLOP/s, %.2fx roofline\n",
                     g_runs, median(reuse_s), flops / median(reuse_s) / 1e9,
                     median(reuse_ratios));
 
         if (!article_only) {
-            std::printf("\nT from 64 to 2048, B*T = 8192: time against the FLOPs formula\n");
-            std::printf("  %5s %4s %10s %10s %13s %13s\n", "T", "B", "seconds", "GFLOP",
-                        "time / T=64", "FLOPs / T=64");
-            double t64 = 0, f64 = 0;
-            for (std::size_t t = 64; t <= 2048; t *= 2) {
-                const std::size_t b = 8192 / t;
+            // Each column: seconds, then (time / time at T = 64) divided by
+            // (FLOPs / FLOPs at T = 64): 1.00 means the cost grows exactly as
+            // the formula. A causal forward skips masked blocks, so it may
+            // grow less; unmasked, every score is computed. The last column
+            // times what forward() adds to forward_into: its output and
+            // [B, H, T, T] weights in fresh memory (537 MB at T = 2048).
+            std::printf("\nT from 64 to 2048, B*T = 8192: time against the FLOPs formula\n"
+                        "(each column: median seconds of 5, then its growth from T = 64, "
+                        "timed in turns, over the FLOPs' growth)\n");
+            std::printf("  %5s %4s %7s %9s  %-17s %-17s %-17s %s\n", "T", "B", "GFLOP",
+                        "FLOPs/64", "forward() causal", "forward_into", "forward_into",
+                        "fresh memory");
+            std::printf("  %5s %4s %7s %9s  %-17s %-17s %-17s %s\n", "", "", "", "", "",
+                        "causal", "no mask", "(output, weights)");
+            // Each T is timed in turns with T = 64, five times, and its
+            // growth is the median of those pairwise ratios: a drift of the
+            // machine's speed hits both sides of each ratio alike.
+            struct Size {
+                std::size_t t, b;
+                mha::Tensor3 x;
+                mha::Mask causal;
+                mha::AttentionOutput out;
+                double time(int k) {  // one timed call of column k
+                    const auto t0 = std::chrono::steady_clock::now();
+                    if (k == 0) m_->forward(x, x, x, &causal);
+                    if (k == 1) m_->forward_into(out, x, x, x, &causal);
+                    if (k == 2) m_->forward_into(out, x, x, x);
+                    if (k == 3) {  // what forward() allocates: output, weights
+                        mha::Tensor3 o = mha::Tensor3::from_shape(out.output.shape());
+                        mha::Tensor4 w = mha::Tensor4::from_shape(out.weights.shape());
+                        std::fill(o.begin(), o.end(), 1.0f);
+                        std::fill(w.begin(), w.end(), 1.0f);
+                    }
+                    const auto t1 = std::chrono::steady_clock::now();
+                    return std::chrono::duration<double>(t1 - t0).count();
+                }
+                const mha::MultiHeadAttention* m_;
+            };
+            auto make = [&](std::size_t t) {
                 mha::Rng r(2);
-                const mha::Tensor3 xt_ = mha::randn(b, t, E, r);
-                const mha::Mask c = mha::causal_mask(t, t);
-                const double sec = median_seconds([&] { m.forward(xt_, xt_, xt_, &c); }, 5);
-                const double f = forward_flops(b, t, E);
-                if (t == 64) t64 = sec, f64 = f;
-                std::printf("  %5zu %4zu %10.4f %10.2f %13.2f %13.2f   (%.2fx)\n", t, b, sec,
-                            f / 1e9, sec / t64, f / f64, (sec / t64) / (f / f64));
+                Size z{t, 8192 / t, mha::randn(8192 / t, t, E, r), mha::causal_mask(t, t),
+                       {}, &m};
+                for (int k = 0; k < 4; ++k) z.time(k);  // warm-up, and out's memory
+                return z;
+            };
+            Size base = make(64);
+            const double f64 = forward_flops(base.b, 64, E);
+            for (std::size_t t = 64; t <= 2048; t *= 2) {
+                Size z = t == 64 ? Size{} : make(t);
+                Size& cur = t == 64 ? base : z;
+                std::vector<double> sec[4], growth[4];
+                for (int run = 0; run < 5; ++run) {
+                    for (int k = 0; k < 4; ++k) {
+                        const double at64 = base.time(k);
+                        const double here = t == 64 ? at64 : cur.time(k);
+                        sec[k].push_back(here);
+                        growth[k].push_back(here / at64);
+                    }
+                }
+                const double f = forward_flops(cur.b, t, E);
+                std::printf("  %5zu %4zu %7.2f %8.2fx", t, cur.b, f / 1e9, f / f64);
+                for (int k = 0; k < 3; ++k)
+                    std::printf("  %7.4f s %5.2fx ", median(sec[k]),
+                                median(growth[k]) / (f / f64));
+                std::printf("  %7.4f s\n", median(sec[3]));
             }
 
             std::printf("\nthe plain-loop oracle, B 4, T 32, E 64, H 4:\n");
@@ -213,7 +278,7 @@ int main(int argc, char** argv) {
             const double t_ref = median_seconds([&] { mha::reference_forward(small, xs, xs, xs); });
             const double t_fast = median_seconds([&] { small.forward(xs, xs, xs); });
             row("reference_forward", t_ref, f_small, peak);
-            row("forward", t_fast, f_small, peak);
+            row("forward()", t_fast, f_small, peak);
         }
         std::printf("\nforward %zux%zux%zu h%zu causal: median %.3f s, %.1f GFLOP/s, "
                     "%.2fx roofline (sgemm %.1f GFLOP/s)\n",

@@ -4,16 +4,20 @@ shapes, with the same thread count, and prints ours / PyTorch.
 
     /usr/bin/python3 bench/torch_bench.py [--threads N] [--runs N]
 
-It runs build/bench/mha_bench first (same sitting, same machine) and reads
-its medians: the articles' shape from its last line, the other T from its
-T table. Both sides compute the output and
-the per-head weights (need_weights=True, average_attn_weights=False), with
-a causal bool mask, under torch.no_grad() in eval mode.
+Both sides are timed the same way: the median of N consecutive runs after
+a warm-up. PyTorch runs before and after build/bench/mha_bench (same
+sitting, same machine), and its times are the median over both passes, so
+that a drift of the machine's speed during the sitting hits both sides.
+Ours are mha_bench's medians: at T = 64 its forward() and forward_into
+rows, at the other T its T table. Both sides compute the output and the
+per-head weights (need_weights=True, average_attn_weights=False), with a
+causal bool mask, under torch.no_grad() in eval mode.
 """
 import argparse
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import time
 
@@ -24,49 +28,61 @@ ap.add_argument("--threads", type=int, default=os.cpu_count())
 ap.add_argument("--runs", type=int, default=7)
 args = ap.parse_args()
 torch.set_num_threads(args.threads)
+E, H = 512, 8
+SHAPES = [(8192 // T, T) for T in [64, 128, 256, 512, 1024, 2048]]
 
+
+def times(fn):
+    fn()
+    out = []
+    for _ in range(args.runs):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def time_pytorch():
+    result = {}
+    for B, T in SHAPES:
+        torch.manual_seed(0)
+        mha = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
+        x = torch.randn(B, T, E)
+        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+
+        def run():
+            with torch.no_grad():
+                mha(x, x, x, attn_mask=mask, need_weights=True,
+                    average_attn_weights=False)
+
+        result[T] = times(run)
+    return result
+
+
+before = time_pytorch()
 repo = pathlib.Path(__file__).resolve().parent.parent
 env = dict(os.environ, MHA_THREADS=str(args.threads))
 ours_out = subprocess.run([str(repo / "build" / "bench" / "mha_bench"),
                            "--runs", str(args.runs)], env=env, check=True,
                           capture_output=True, text=True).stdout
-last = ours_out.strip().splitlines()[-1]
-ours = {64: float(re.search(r"median ([0-9.]+) s", last).group(1))}
-reuse = float(re.search(r"trace_into, buffers reused: ([0-9.]+) s", ours_out).group(1))
-for m in re.finditer(r"^\s+(\d+)\s+\d+\s+([0-9.]+)\s", ours_out, re.M):
-    ours.setdefault(int(m.group(1)), float(m.group(2)))
+after = time_pytorch()
 
-
-def median_time(fn):
-    fn()
-    times = []
-    for _ in range(args.runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
-
+# ours[T] = (forward() s, forward_into s), causal
+ours = {64: tuple(float(re.search(rf"^  {name}\s+([0-9.]+) s", ours_out, re.M).group(1))
+                  for name in [r"forward\(\)", "forward_into, output reused"])}
+row = re.compile(r"^\s+(\d+)\s+\d+\s+[0-9.]+\s+[0-9.]+x\s+([0-9.]+) s\s+[0-9.]+x"
+                 r"\s+([0-9.]+) s", re.M)
+for m in row.finditer(ours_out):
+    ours.setdefault(int(m.group(1)), (float(m.group(2)), float(m.group(3))))
 
 print(ours_out.rstrip())
 print()
-print(f"threads {args.threads}, median of {args.runs} runs after a warm-up")
-print(f"{'shape':>22} {'PyTorch s':>10} {'ours s':>8} {'ours/PyTorch':>13}")
-E, H = 512, 8
-for T in [64, 128, 256, 512, 1024, 2048]:
-    B = 8192 // T
-    torch.manual_seed(0)
-    mha = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
-    x = torch.randn(B, T, E)
-    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
-
-    def run():
-        with torch.no_grad():
-            mha(x, x, x, attn_mask=mask, need_weights=True, average_attn_weights=False)
-
-    theirs = median_time(run)
-    if T == 64:
-        first_theirs = theirs
-    print(f"{f'{B}x{T}x{E} h{H} causal':>22} {theirs:10.4f} {ours[T]:8.4f} "
-          f"{ours[T] / theirs:12.2f}x")
-print(f"at 128x64x512 with buffers reused (trace_into): ours/PyTorch = "
-      f"{reuse / first_theirs:.2f}x")
+print(f"threads {args.threads}; each side the median of {args.runs} runs after a "
+      f"warm-up; PyTorch timed before and after mha_bench, median of both passes")
+print(f"{'shape':>22} {'PyTorch s':>10} {'forward() s':>12} {'ratio':>6} "
+      f"{'forward_into s':>15} {'ratio':>6}")
+for B, T in SHAPES:
+    theirs = statistics.median(before[T] + after[T])
+    fwd, into = ours[T]
+    print(f"{f'{B}x{T}x{E} h{H} causal':>22} {theirs:10.4f} {fwd:12.4f} "
+          f"{fwd / theirs:5.2f}x {into:15.4f} {into / theirs:5.2f}x")
