@@ -11,7 +11,9 @@ that a drift of the machine's speed during the sitting hits both sides.
 Ours are mha_bench's medians: at T = 64 its forward() and forward_into
 rows, at the other T its T table. Both sides compute the output and the
 per-head weights (need_weights=True, average_attn_weights=False), with a
-causal bool mask, under torch.no_grad() in eval mode.
+causal bool mask, under torch.no_grad() in eval mode. At the end, the
+articles' shape is timed again in three rounds of PyTorch then
+`mha_bench --article`, one ratio per round and their median.
 """
 import argparse
 import os
@@ -42,34 +44,44 @@ def times(fn):
     return out
 
 
+def pytorch_times(B, T):
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
+    x = torch.randn(B, T, E)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+
+    def run():
+        with torch.no_grad():
+            mha(x, x, x, attn_mask=mask, need_weights=True,
+                average_attn_weights=False)
+
+    return times(run)
+
+
 def time_pytorch():
-    result = {}
-    for B, T in SHAPES:
-        torch.manual_seed(0)
-        mha = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
-        x = torch.randn(B, T, E)
-        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
-
-        def run():
-            with torch.no_grad():
-                mha(x, x, x, attn_mask=mask, need_weights=True,
-                    average_attn_weights=False)
-
-        result[T] = times(run)
-    return result
+    return {T: pytorch_times(B, T) for B, T in SHAPES}
 
 
-before = time_pytorch()
+def run_ours(*flags):
+    return subprocess.run([str(repo / "build" / "bench" / "mha_bench"),
+                           "--runs", str(args.runs), *flags], env=env, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def at_64(out):
+    """forward() and forward_into medians at the articles' shape."""
+    return tuple(float(re.search(rf"^  {name}\s+([0-9.]+) s", out, re.M).group(1))
+                 for name in [r"forward\(\)", "forward_into, output reused"])
+
+
 repo = pathlib.Path(__file__).resolve().parent.parent
 env = dict(os.environ, MHA_THREADS=str(args.threads))
-ours_out = subprocess.run([str(repo / "build" / "bench" / "mha_bench"),
-                           "--runs", str(args.runs)], env=env, check=True,
-                          capture_output=True, text=True).stdout
+before = time_pytorch()
+ours_out = run_ours()
 after = time_pytorch()
 
 # ours[T] = (forward() s, forward_into s), causal
-ours = {64: tuple(float(re.search(rf"^  {name}\s+([0-9.]+) s", ours_out, re.M).group(1))
-                  for name in [r"forward\(\)", "forward_into, output reused"])}
+ours = {64: at_64(ours_out)}
 row = re.compile(r"^\s+(\d+)\s+\d+\s+[0-9.]+\s+[0-9.]+x\s+([0-9.]+) s\s+[0-9.]+x"
                  r"\s+([0-9.]+) s", re.M)
 for m in row.finditer(ours_out):
@@ -86,3 +98,17 @@ for B, T in SHAPES:
     fwd, into = ours[T]
     print(f"{f'{B}x{T}x{E} h{H} causal':>22} {theirs:10.4f} {fwd:12.4f} "
           f"{fwd / theirs:5.2f}x {into:15.4f} {into / theirs:5.2f}x")
+
+# The articles' shape again, in turns: PyTorch, then mha_bench --article,
+# three times; each round's ratio compares two measurements seconds apart.
+print()
+print("the articles' shape in turns (PyTorch, then mha_bench --article), 3 rounds:")
+ratios = []
+for r in range(3):
+    theirs = statistics.median(pytorch_times(128, 64))
+    fwd, into = at_64(run_ours("--article"))
+    ratios.append((fwd / theirs, into / theirs))
+    print(f"  round {r + 1}: PyTorch {theirs:.4f} s, forward() {fwd:.4f} s "
+          f"({fwd / theirs:.2f}x), forward_into {into:.4f} s ({into / theirs:.2f}x)")
+print(f"  median ratio: forward() {statistics.median(x for x, _ in ratios):.2f}x, "
+      f"forward_into {statistics.median(y for _, y in ratios):.2f}x")
