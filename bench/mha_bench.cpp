@@ -7,9 +7,14 @@
 //    closing line pairs each forward with an sgemm timed just before it, and
 //    gives the medians of the times, the peaks and the pairwise ratios.
 // 2. The articles' shape, B = 128, T = 64, E = 512, H = 8, causal: every
-//    stage of the core on its own, then the whole forward. Median seconds of
-//    N runs (default 7) after a warm-up, GFLOP/s, and time / roofline time.
+//    stage of the core on its own, then the whole forward: forward() (fresh
+//    output memory each call), forward_into() and trace_into() (memory kept
+//    from call to call), and the cost of the fresh memory alone. Median
+//    seconds of N runs (default 7) after a warm-up, GFLOP/s, and
+//    time / roofline time.
 // 3. T = 64 .. 2048 with B*T = 8192 fixed: does the cost grow as the FLOPs?
+//    forward() and forward_into() causal, forward_into() unmasked, and the
+//    fresh memory forward() needs; each T timed in turns with T = 64.
 // 4. The plain-loop oracle at a small size, for contrast.
 // The peak resident memory of the forward at the articles' shape is printed
 // after part 2. With --article only parts 1 and 2 run; the last line is
