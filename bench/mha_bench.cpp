@@ -33,6 +33,9 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string>
 #include <vector>
 
@@ -40,6 +43,7 @@
 #include "mha/attention.hpp"
 #include "mha/gemm.hpp"
 #include "mha/heads.hpp"
+#include "mha/memory.hpp"
 #include "mha/reference.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
@@ -172,7 +176,13 @@ int main(int argc, char** argv) {
             peak = std::max(peak, again);
         }
         const double flops = forward_flops(B, T, E);
-        reset_peak_rss();  // so that the figure below is the forward's own
+        // Hand back the blocks the stage timings left for reuse, so that the
+        // figure below is the forward's own (with the input and the weights).
+        mha::release_kept_blocks();
+#if defined(__GLIBC__)
+        malloc_trim(0);  // and glibc hands back what it kept
+#endif
+        reset_peak_rss();
         row("forward()", median_seconds([&] { m.forward(x, x, x, &causal); }), flops, peak);
         std::printf("  peak resident memory of the process during forward(): %.0f MB\n",
                     peak_rss_mb());
@@ -185,12 +195,13 @@ int main(int argc, char** argv) {
         row("trace_into, buffers reused",
             median_seconds([&] { m.trace_into(work, x, x, x, &causal); }), flops, peak);
         work = {};
-        // What forward() pays and forward_into() does not: its output and
-        // weights in fresh memory, each new page faulted in and cleared.
+        // What forward()'s output and weights would cost in fresh memory, each
+        // new page faulted in and cleared: plain xt::xtensor (std::allocator),
+        // not the core's tensors, whose allocator keeps freed blocks for reuse.
         const double fresh_mb = (B * T * E + B * H * T * T) * 4.0 / 1e6;
         row("fresh memory, first touch", median_seconds([&] {
-                mha::Tensor3 o = mha::Tensor3::from_shape({B, T, E});
-                mha::Tensor4 w = mha::Tensor4::from_shape({B, H, T, T});
+                auto o = xt::xtensor<float, 3>::from_shape({B, T, E});
+                auto w = xt::xtensor<float, 4>::from_shape({B, H, T, T});
                 std::fill(o.begin(), o.end(), 1.0f);
                 std::fill(w.begin(), w.end(), 1.0f);
             }), 0, peak);
@@ -229,8 +240,9 @@ int main(int argc, char** argv) {
             // (FLOPs / FLOPs at T = 64): 1.00 means the cost grows exactly as
             // the formula. A causal forward skips masked blocks, so it may
             // grow less; unmasked, every score is computed. The last column
-            // times what forward() adds to forward_into: its output and
-            // [B, H, T, T] weights in fresh memory (537 MB at T = 2048).
+            // times the output and [B, H, T, T] weights in fresh memory
+            // (537 MB at T = 2048): what forward() would pay each call if the
+            // core's allocator did not keep freed blocks (mha/memory.hpp).
             std::printf("\nT from 64 to 2048, B*T = 8192: time against the FLOPs formula\n"
                         "(each column: median seconds of 5, then its growth from T = 64, "
                         "timed in turns, over the FLOPs' growth)\n");
@@ -252,9 +264,9 @@ int main(int argc, char** argv) {
                     if (k == 0) m_->forward(x, x, x, &causal);
                     if (k == 1) m_->forward_into(out, x, x, x, &causal);
                     if (k == 2) m_->forward_into(out, x, x, x);
-                    if (k == 3) {  // what forward() allocates: output, weights
-                        mha::Tensor3 o = mha::Tensor3::from_shape(out.output.shape());
-                        mha::Tensor4 w = mha::Tensor4::from_shape(out.weights.shape());
+                    if (k == 3) {  // output and weights in plain, fresh memory
+                        auto o = xt::xtensor<float, 3>::from_shape(out.output.shape());
+                        auto w = xt::xtensor<float, 4>::from_shape(out.weights.shape());
                         std::fill(o.begin(), o.end(), 1.0f);
                         std::fill(w.begin(), w.end(), 1.0f);
                     }

@@ -67,9 +67,9 @@ void check_score_bias(const Tensor4& bias, std::size_t b, std::size_t h,
 /// @param t `[B or 1, H or 1, Tq or 1, Tk]`, already checked
 /// @param b, h, i batch, head and query of the row wanted
 /// @return a pointer to Tk contiguous entries
-template <class T>
-const T* broadcast_row(const xt::xtensor<T, 4>& t, std::size_t b, std::size_t h,
-                       std::size_t i) {
+template <class Tensor>
+const typename Tensor::value_type* broadcast_row(const Tensor& t, std::size_t b,
+                                                 std::size_t h, std::size_t i) {
     return &t(t.shape(0) == 1 ? 0 : b, t.shape(1) == 1 ? 0 : h,
               t.shape(2) == 1 ? 0 : i, 0);
 }

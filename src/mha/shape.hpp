@@ -16,6 +16,8 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "mha/memory.hpp"
+
 /// Everything in the core lives here.
 namespace mha {
 
@@ -23,10 +25,14 @@ namespace mha {
 /// @brief The tensor types, `shape_str` and the shape checks.
 /// @{
 
-using Tensor1 = xt::xtensor<float, 1>;  ///< e.g. a bias `[out]`
-using Tensor2 = xt::xtensor<float, 2>;  ///< e.g. a weight `[out, in]`
-using Tensor3 = xt::xtensor<float, 3>;  ///< e.g. X `[B, T, E]`
-using Tensor4 = xt::xtensor<float, 4>;  ///< e.g. Q `[B, H, T, D]`
+/// `xt::xtensor<float, N>` whose large blocks are kept for reuse when freed
+/// (see ReuseAllocator): row-major, like a contiguous PyTorch tensor.
+template <std::size_t N>
+using Tensor = xt::xtensor<float, N, xt::layout_type::row_major, ReuseAllocator<float>>;
+using Tensor1 = Tensor<1>;  ///< e.g. a bias `[out]`
+using Tensor2 = Tensor<2>;  ///< e.g. a weight `[out, in]`
+using Tensor3 = Tensor<3>;  ///< e.g. X `[B, T, E]`
+using Tensor4 = Tensor<4>;  ///< e.g. Q `[B, H, T, D]`
 /// A mask: true (1) = may attend, false (0) = masked, as `torch.tril` gives.
 /// Always rank 4, `[B or 1, H or 1, Tq or 1, Tk]`, broadcast like PyTorch.
 using Mask = xt::xtensor<bool, 4>;
