@@ -61,11 +61,13 @@ struct ReuseAllocator {
 };
 
 /// All ReuseAllocators share one pool: any of them frees what another made.
+/// @return true
 template <class T, class U>
 bool operator==(const ReuseAllocator<T>&, const ReuseAllocator<U>&) noexcept {
     return true;
 }
 /// See operator==.
+/// @return false
 template <class T, class U>
 bool operator!=(const ReuseAllocator<T>&, const ReuseAllocator<U>&) noexcept {
     return false;
