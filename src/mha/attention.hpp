@@ -69,7 +69,9 @@ public:
     /// fit: a loop over batches of one shape allocates nothing after the
     /// first call, as with PyTorch's `out=` arguments. Fresh memory is not
     /// free: every new 4 KiB page costs the kernel a fault and a clearing,
-    /// 0.6 to 0.9 ms per MB on this machine (see bench/mha_bench).
+    /// 0.6 to 0.9 ms per MB on this machine (see bench/mha_bench). forward()
+    /// in such a loop mostly gets its blocks back from the tensors'
+    /// allocator (ReuseAllocator); forward_into() does not need it.
     /// @param out the output and weights to fill; any shapes on entry
     /// @param query, key, value, mask, fill, score_bias as for forward()
     void forward_into(AttentionOutput& out, const Tensor3& query,
