@@ -26,6 +26,7 @@
 // queries may not see (a causal mask's upper right), so at long T a causal
 // forward does less than the formula; the T table also times it unmasked.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +80,17 @@ double peak_rss_mb() {
     while (std::getline(f, line))
         if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
     return -1;
+}
+
+// An output [B, T, E] and weights [B, H, T, T] in fresh memory, every page
+// touched: plain xt::xtensor (std::allocator), not the core's tensors, whose
+// allocator keeps freed blocks for reuse.
+void touch_fresh(const std::array<std::size_t, 3>& output,
+                 const std::array<std::size_t, 4>& weights) {
+    auto o = xt::xtensor<float, 3>::from_shape(output);
+    auto w = xt::xtensor<float, 4>::from_shape(weights);
+    std::fill(o.begin(), o.end(), 1.0f);
+    std::fill(w.begin(), w.end(), 1.0f);
 }
 
 // Resets VmHWM to the current resident size (Linux: "5" > clear_refs).
@@ -196,15 +208,10 @@ int main(int argc, char** argv) {
             median_seconds([&] { m.trace_into(work, x, x, x, &causal); }), flops, peak);
         work = {};
         // What forward()'s output and weights would cost in fresh memory, each
-        // new page faulted in and cleared: plain xt::xtensor (std::allocator),
-        // not the core's tensors, whose allocator keeps freed blocks for reuse.
+        // new page faulted in and cleared.
         const double fresh_mb = (B * T * E + B * H * T * T) * 4.0 / 1e6;
-        row("fresh memory, first touch", median_seconds([&] {
-                auto o = xt::xtensor<float, 3>::from_shape({B, T, E});
-                auto w = xt::xtensor<float, 4>::from_shape({B, H, T, T});
-                std::fill(o.begin(), o.end(), 1.0f);
-                std::fill(w.begin(), w.end(), 1.0f);
-            }), 0, peak);
+        row("fresh memory, first touch",
+            median_seconds([&] { touch_fresh({B, T, E}, {B, H, T, T}); }), 0, peak);
         std::printf("  (%.1f MB: the output and the weights)\n", fresh_mb);
         // The machine is shared and its speed drifts: for the closing figure,
         // time an sgemm and a forward side by side, g_runs times, and take
@@ -264,12 +271,7 @@ int main(int argc, char** argv) {
                     if (k == 0) m_->forward(x, x, x, &causal);
                     if (k == 1) m_->forward_into(out, x, x, x, &causal);
                     if (k == 2) m_->forward_into(out, x, x, x);
-                    if (k == 3) {  // output and weights in plain, fresh memory
-                        auto o = xt::xtensor<float, 3>::from_shape(out.output.shape());
-                        auto w = xt::xtensor<float, 4>::from_shape(out.weights.shape());
-                        std::fill(o.begin(), o.end(), 1.0f);
-                        std::fill(w.begin(), w.end(), 1.0f);
-                    }
+                    if (k == 3) touch_fresh(out.output.shape(), out.weights.shape());
                     const auto t1 = std::chrono::steady_clock::now();
                     return std::chrono::duration<double>(t1 - t0).count();
                 }
