@@ -8,13 +8,15 @@
 //    gives the medians of the times, the peaks and the pairwise ratios.
 // 2. The articles' shape, B = 128, T = 64, E = 512, H = 8, causal: every
 //    stage of the core on its own, then the whole forward: forward() (fresh
-//    output memory each call), forward_into() and trace_into() (memory kept
-//    from call to call), and the cost of the fresh memory alone. Median
+//    output memory each call), forward_into() (memory kept from call to
+//    call; also with the per-head products in BLAS instead of the packed
+//    kernels), trace_into(), and the cost of the fresh memory alone. Median
 //    seconds of N runs (default 7) after a warm-up, GFLOP/s, and
 //    time / roofline time.
 // 3. T = 64 .. 2048 with B*T = 8192 fixed: does the cost grow as the FLOPs?
-//    forward() and forward_into() causal, forward_into() unmasked, and the
-//    fresh memory forward() needs; each T timed in turns with T = 64.
+//    forward() and forward_into() causal, forward_into() unmasked (packed
+//    kernels, then BLAS), and the fresh memory forward() needs; each T
+//    timed in turns with T = 64.
 // 4. The plain-loop oracle at a small size, for contrast.
 // The peak resident memory of the forward at the articles' shape is printed
 // after part 2. With --article only parts 1 and 2 run; the last line is
@@ -45,6 +47,7 @@
 #include "mha/gemm.hpp"
 #include "mha/heads.hpp"
 #include "mha/memory.hpp"
+#include "mha/packed_gemm.hpp"
 #include "mha/reference.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
@@ -203,6 +206,16 @@ int main(int argc, char** argv) {
         mha::AttentionOutput out;
         row("forward_into, output reused",
             median_seconds([&] { m.forward_into(out, x, x, x, &causal); }), flops, peak);
+        if (mha::packed_products_available()) {
+            // The same, with the per-head products sent to BLAS instead of
+            // the packed kernels (mha/packed_gemm.hpp)
+            mha::AttentionOutput out_blas;
+            mha::set_packed_products(false);
+            row("forward_into, BLAS per head",
+                median_seconds([&] { m.forward_into(out_blas, x, x, x, &causal); }), flops,
+                peak);
+            mha::set_packed_products(true);
+        }
         mha::ForwardTrace work;
         row("trace_into, buffers reused",
             median_seconds([&] { m.trace_into(work, x, x, x, &causal); }), flops, peak);
@@ -246,18 +259,20 @@ int main(int argc, char** argv) {
             // Each column: seconds, then (time / time at T = 64) divided by
             // (FLOPs / FLOPs at T = 64): 1.00 means the cost grows exactly as
             // the formula. A causal forward skips masked blocks, so it may
-            // grow less; unmasked, every score is computed. The last column
+            // grow less; unmasked, every score is computed, with the per-head
+            // products in the packed kernels and then in BLAS, which packs
+            // K^T and V again for every block of 64 queries. The last column
             // times the output and [B, H, T, T] weights in fresh memory
             // (537 MB at T = 2048): what forward() would pay each call if the
             // core's allocator did not keep freed blocks (mha/memory.hpp).
             std::printf("\nT from 64 to 2048, B*T = 8192: time against the FLOPs formula\n"
                         "(each column: median seconds of 5, then its growth from T = 64, "
                         "timed in turns, over the FLOPs' growth)\n");
-            std::printf("  %5s %4s %7s %9s  %-17s %-17s %-17s %s\n", "T", "B", "GFLOP",
-                        "FLOPs/64", "forward() causal", "forward_into", "forward_into",
-                        "fresh memory");
-            std::printf("  %5s %4s %7s %9s  %-17s %-17s %-17s %s\n", "", "", "", "", "",
-                        "causal", "no mask", "(output, weights)");
+            std::printf("  %5s %4s %7s %9s  %-17s %-17s %-17s %-17s %s\n", "T", "B",
+                        "GFLOP", "FLOPs/64", "forward() causal", "forward_into",
+                        "forward_into", "forward_into", "fresh memory");
+            std::printf("  %5s %4s %7s %9s  %-17s %-17s %-17s %-17s %s\n", "", "", "", "",
+                        "", "causal", "no mask", "no mask, BLAS", "(output, weights)");
             // Each T is timed in turns with T = 64, five times, and its
             // growth is the median of those pairwise ratios: a drift of the
             // machine's speed hits both sides of each ratio alike.
@@ -271,7 +286,12 @@ int main(int argc, char** argv) {
                     if (k == 0) m_->forward(x, x, x, &causal);
                     if (k == 1) m_->forward_into(out, x, x, x, &causal);
                     if (k == 2) m_->forward_into(out, x, x, x);
-                    if (k == 3) touch_fresh(out.output.shape(), out.weights.shape());
+                    if (k == 3) {  // the per-head products in BLAS, not packed
+                        mha::set_packed_products(false);
+                        m_->forward_into(out, x, x, x);
+                        mha::set_packed_products(true);
+                    }
+                    if (k == 4) touch_fresh(out.output.shape(), out.weights.shape());
                     const auto t1 = std::chrono::steady_clock::now();
                     return std::chrono::duration<double>(t1 - t0).count();
                 }
@@ -281,7 +301,7 @@ int main(int argc, char** argv) {
                 mha::Rng r(2);
                 Size z{t, 8192 / t, mha::randn(8192 / t, t, E, r), mha::causal_mask(t, t),
                        {}, &m};
-                for (int k = 0; k < 4; ++k) z.time(k);  // warm-up, and out's memory
+                for (int k = 0; k < 5; ++k) z.time(k);  // warm-up, and out's memory
                 return z;
             };
             Size base = make(64);
@@ -289,9 +309,9 @@ int main(int argc, char** argv) {
             for (std::size_t t = 64; t <= 2048; t *= 2) {
                 Size z = t == 64 ? Size{} : make(t);
                 Size& cur = t == 64 ? base : z;
-                std::vector<double> sec[4], growth[4];
+                std::vector<double> sec[5], growth[5];
                 for (int run = 0; run < 5; ++run) {
-                    for (int k = 0; k < 4; ++k) {
+                    for (int k = 0; k < 5; ++k) {
                         const double at64 = base.time(k);
                         const double here = t == 64 ? at64 : cur.time(k);
                         sec[k].push_back(here);
@@ -300,10 +320,10 @@ int main(int argc, char** argv) {
                 }
                 const double f = forward_flops(cur.b, t, E);
                 std::printf("  %5zu %4zu %7.2f %8.2fx", t, cur.b, f / 1e9, f / f64);
-                for (int k = 0; k < 3; ++k)
+                for (int k = 0; k < 4; ++k)
                     std::printf("  %7.4f s %5.2fx ", median(sec[k]),
                                 median(growth[k]) / (f / f64));
-                std::printf("  %7.4f s\n", median(sec[3]));
+                std::printf("  %7.4f s\n", median(sec[4]));
             }
 
             std::printf("\nthe plain-loop oracle, B 4, T 32, E 64, H 4:\n");

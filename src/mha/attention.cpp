@@ -12,6 +12,7 @@
 
 #include "mha/gemm.hpp"
 #include "mha/heads.hpp"
+#include "mha/packed_gemm.hpp"
 #include "mha/parallel.hpp"
 #include "mha/softmax.hpp"
 
@@ -39,7 +40,15 @@ struct Head {
     const float* v;
     float* context;
     float* weights;
+    // Room for K^T and V packed into panels (packed_gemm.hpp), or null when
+    // the processor does not run those kernels: then BLAS does the products.
+    float* panels;
 };
+
+// Floats of Head::panels for one head: K^T [D, Tk] and V [Tk, D], packed.
+std::size_t panel_floats(std::size_t Tk, std::size_t D) {
+    return packed_floats(D, Tk) + packed_floats(Tk, D);
+}
 
 // How many leading key columns a block of query rows needs. Past the last
 // key that any of its rows may see, every score is masked to -inf and every
@@ -81,6 +90,13 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, std::size_t Tq,
     // Masked columns can be skipped only when they get exactly 0 weight.
     const bool may_skip = mask != nullptr && fill == kNegInf;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
+    // K^T and V, packed once for all of this head's query blocks.
+    float* const kt = x.panels;
+    float* const vp = kt != nullptr ? kt + packed_floats(D, Tk) : nullptr;
+    if (kt != nullptr) {
+        pack_panels(x.k, E, true, D, Tk, kt);
+        pack_panels(x.v, E, false, Tk, D, vp);
+    }
     for (std::size_t i0 = 0; i0 < Tq; i0 += kRowBlock) {
         const std::size_t rows = std::min(kRowBlock, Tq - i0);
         float* w = x.weights + i0 * Tk;  // [rows, Tk]
@@ -99,7 +115,11 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, std::size_t Tq,
             continue;
         }
         // 2) scores: [rows, D] x [D, cols] -> [rows, cols], times 1/sqrt(D)
-        gemm({x.q + i0 * E, rows, D, E}, false, {x.k, cols, D, E}, true, w, Tk, scale);
+        if (kt != nullptr) {
+            packed_gemm(x.q + i0 * E, E, rows, D, kt, D, cols, w, Tk, scale);
+        } else {
+            gemm({x.q + i0 * E, rows, D, E}, false, {x.k, cols, D, E}, true, w, Tk, scale);
+        }
         // 3) bias, mask and softmax, one query row at a time
         for (std::size_t i = i0; i < i0 + rows; ++i) {
             float* row = w + (i - i0) * Tk;
@@ -116,7 +136,11 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, std::size_t Tq,
         }
         // 4) weights x V: [rows, cols] x [cols, D] -> [rows, D], written
         //    straight into columns h*D.. of the merged context (ld E)
-        gemm({w, rows, cols, Tk}, false, {x.v, cols, D, E}, false, x.context + i0 * E, E);
+        if (vp != nullptr) {
+            packed_gemm(w, Tk, rows, cols, vp, Tk, D, x.context + i0 * E, E, 1.0f);
+        } else {
+            gemm({w, rows, cols, Tk}, false, {x.v, cols, D, E}, false, x.context + i0 * E, E);
+        }
     }
 }
 
@@ -245,6 +269,7 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
         t.q = t.k = t.v = t.context = Tensor3();
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    const bool packed = packed_products_on();  // else BLAS for the per-head products
 
     // The batch goes through in chunks of whole sequences, about kChunkRows
     // rows each. A chunk's Q, K, V and context live in a small buffer that
@@ -276,13 +301,15 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
             linear_rows(value.data() + b0 * Tk * E, n * Tk, wv, v);
             // 2)-4) every (sequence, head) pair of the chunk, independently
             parallel_for(n * H, [&](std::size_t begin, std::size_t end) {
+                std::vector<float> panels(packed ? panel_floats(Tk, D) : 0);
                 for (std::size_t bh = begin; bh < end; ++bh) {
                     const std::size_t b = bh / H, h = bh % H;
                     Head head{q + b * Tq * E + h * D,  // [Tq, D], ld E
                               k + b * Tk * E + h * D,  // [Tk, D], ld E
                               v + b * Tk * E + h * D,  // [Tk, D], ld E
                               ctx + b * Tq * E + h * D,
-                              &t.weights(b0 + b, h, 0, 0)};
+                              &t.weights(b0 + b, h, 0, 0),
+                              packed ? panels.data() : nullptr};
                     attend_head(head, b0 + b, h, Tq, Tk, D, E, scale, mask, fill,
                                 score_bias);
                 }

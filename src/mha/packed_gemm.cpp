@@ -1,0 +1,43 @@
+// Whether the forward runs the packed kernels of packed_gemm_avx2.cpp.
+// This file is plain x86-64 (or any other target): it only asks.
+#include "mha/packed_gemm.hpp"
+
+#include <atomic>
+#include <stdexcept>
+
+namespace mha {
+
+namespace {
+
+std::atomic<bool> g_on{true};
+
+}  // namespace
+
+bool packed_products_available() {
+#if defined(MHA_AVX2_KERNEL)
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return yes;
+#else
+    return false;
+#endif
+}
+
+bool packed_products_on() {
+    return packed_products_available() && g_on.load(std::memory_order_relaxed);
+}
+
+void set_packed_products(bool on) { g_on.store(on, std::memory_order_relaxed); }
+
+#if !defined(MHA_AVX2_KERNEL)
+// Builds without the AVX2 file: nothing calls these (packed_products_on()
+// is false), but the names exist, so that the tests link everywhere.
+void pack_panels(const float*, std::size_t, bool, std::size_t, std::size_t, float*) {
+    throw std::logic_error("pack_panels: this build has no packed kernels (x86-64 only)");
+}
+void packed_gemm(const float*, std::size_t, std::size_t, std::size_t, const float*,
+                 std::size_t, std::size_t, float*, std::size_t, float) {
+    throw std::logic_error("packed_gemm: this build has no packed kernels (x86-64 only)");
+}
+#endif
+
+}  // namespace mha
