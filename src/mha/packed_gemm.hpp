@@ -1,51 +1,80 @@
-// The per-head products with the right-hand side packed once per head.
-// Private to the core (attention.cpp uses it; the tests and the benchmark
-// look inside). The kernels are AVX2 + FMA (packed_gemm_avx2.cpp), built on
-// x86-64 only and run only when the processor has both; elsewhere the
-// forward sends these products to BLAS, as before.
-//
-// Why: each (sequence, head) multiplies one block of query rows after
-// another by the same K^T and the same V. BLAS packs its right-hand side
-// again on every call, and zeroes C before adding into it: at T = 2048,
-// unmasked, a quarter of the forward's time went to sgemm's copy and beta
-// routines. Here K^T and V are packed once per head, into panels of 16
-// columns, and every block of queries reads them from there.
+/// @file packed_gemm.hpp
+/// @brief The per-head products, with the right-hand side packed once per head.
+///
+/// Used by the fast forward (attention.cpp); the tests and the benchmark
+/// look inside. The kernels are AVX2 + FMA (packed_gemm_avx2.cpp), built on
+/// x86-64 only and run only when the processor has both; elsewhere the
+/// forward sends these products to BLAS through gemm().
+///
+/// Why: each (sequence, head) multiplies one block of query rows after
+/// another by the same K^T and the same V. BLAS packs its right-hand side
+/// again on every call, and zeroes C before adding into it: at T = 2048,
+/// unmasked, a quarter of the forward's time went to sgemm's copy and beta
+/// routines. Here K^T and V are packed once per head, into panels of 16
+/// columns, and every block of queries reads them from there.
 #pragma once
 
 #include <cstddef>
 
 namespace mha {
 
-// True when this build has the kernels and the processor runs them.
+/// @addtogroup shapes
+/// @{
+
+/// Whether this build has the packed kernels and the processor runs them.
+/// @return true on x86-64 builds, on a processor with AVX2 and FMA
 bool packed_products_available();
-// True when the forward uses them: available, and not turned off.
+
+/// Whether the forward uses the packed kernels.
+/// @return packed_products_available(), unless set_packed_products(false)
 bool packed_products_on();
-// Turns them off (false) or back on: the tests and the benchmark compare
-// both paths in one process. Takes effect at the next forward call.
+
+/// Turns the packed kernels off (false: the forward uses BLAS) or back on.
+/// The tests and the benchmark compare both paths in one process; it takes
+/// effect at the next forward call.
+/// @param on use the packed kernels when they are available
 void set_packed_products(bool on);
 
-// Columns per panel: two AVX vectors of 8 floats.
+/// Columns per panel: two AVX vectors of 8 floats.
 constexpr std::size_t kPanelWidth = 16;
 
-// Floats that pack_panels() writes for a [k, n] right-hand side: n rounded
-// up to whole panels, times k.
+/// Room that pack_panels() needs for a `[k, n]` right-hand side.
+/// @param k rows of B
+/// @param n columns of B
+/// @return  floats: n rounded up to whole panels, times k
 inline std::size_t packed_floats(std::size_t k, std::size_t n) {
     return (n + kPanelWidth - 1) / kPanelWidth * kPanelWidth * k;
 }
 
-// Packs B = [k, n] into panels: panel p holds columns 16p..16p+15 of B,
-// row after row (16 floats per row of B, zeros past column n). B is read
-// from src with rows ld apart, or, when trans, B = src^T with src [n, k]
-// (this is how K^T is packed from K).
+/// Packs B = `[k, n]` into panels: panel p holds columns 16p … 16p+15 of
+/// B, row after row (16 floats per row of B, zeros past column n).
+/// @param src   B with rows @p ld apart, or, when @p trans, `[n, k]` with
+///              B = src^T (this is how K^T is packed from K)
+/// @param ld    distance between rows of @p src
+/// @param trans read B as the transpose of @p src
+/// @param k     rows of B
+/// @param n     columns of B
+/// @param dst   packed_floats(k, n) floats
 void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
                  std::size_t n, float* dst);
 
-// C[m, n] = alpha * A[m, k] * B, with A row-major (rows lda apart), C
-// rows ldc apart, and B the first k rows and n columns of a right-hand
-// side that pack_panels() packed with packed_k rows (k <= packed_k).
-// C is overwritten; nothing is read from it first. k >= 1.
+/// C = alpha A B, with B the first @p k rows and @p n columns of a
+/// right-hand side that pack_panels() packed. C is overwritten; nothing is
+/// read from it first.
+/// @param a        A `[m, k]`, rows @p lda apart
+/// @param lda      distance between rows of A
+/// @param m        rows of A and C
+/// @param k        terms of each sum, 1 … @p packed_k
+/// @param packed   what pack_panels() wrote for `[packed_k, N]`, N >= n
+/// @param packed_k rows of the packed right-hand side
+/// @param n        columns of C
+/// @param c        C `[m, n]`, rows @p ldc apart
+/// @param ldc      distance between rows of C
+/// @param alpha    scale of the product
 void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                  const float* packed, std::size_t packed_k, std::size_t n, float* c,
                  std::size_t ldc, float alpha);
+
+/// @}
 
 }  // namespace mha
