@@ -2,7 +2,7 @@
 """Times torch.nn.MultiheadAttention(batch_first=True) at the benchmark's
 shapes, with the same thread count, and prints ours / PyTorch.
 
-    /usr/bin/python3 bench/torch_bench.py [--threads N] [--runs N]
+    /usr/bin/python3 bench/torch_bench.py [--threads N] [--runs N] [--rounds N]
 
 Both sides are timed the same way: the median of N consecutive runs after
 a warm-up. PyTorch runs before and after build/bench/mha_bench (same
@@ -12,8 +12,10 @@ Ours are mha_bench's medians: at T = 64 its forward() and forward_into
 rows, at the other T its T table. Both sides compute the output and the
 per-head weights (need_weights=True, average_attn_weights=False), with a
 causal bool mask, under torch.no_grad() in eval mode. At the end, the
-articles' shape is timed again in three rounds of PyTorch then
-`mha_bench --article`, one ratio per round and their median.
+articles' shape is timed again in rounds (7 unless --rounds) of PyTorch
+then `mha_bench --article`, one ratio per round and their median: this
+machine's speed drifts by +-20% over seconds, and more rounds make the
+median steadier.
 """
 import argparse
 import os
@@ -21,6 +23,7 @@ import pathlib
 import re
 import statistics
 import subprocess
+import sys
 import time
 
 import torch
@@ -28,7 +31,11 @@ import torch
 ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=os.cpu_count())
 ap.add_argument("--runs", type=int, default=7)
+ap.add_argument("--rounds", type=int, default=7)
 args = ap.parse_args()
+if args.threads < 1 or args.rounds < 1 or not 5 <= args.runs <= 1000:
+    sys.exit(f"torch_bench.py: --threads {args.threads}, --rounds {args.rounds}, "
+             f"--runs {args.runs}: threads and rounds must be at least 1, runs 5..1000")
 torch.set_num_threads(args.threads)
 E, H = 512, 8
 SHAPES = [(8192 // T, T) for T in [64, 128, 256, 512, 1024, 2048]]
@@ -100,11 +107,13 @@ for B, T in SHAPES:
           f"{fwd / theirs:5.2f}x {into:15.4f} {into / theirs:5.2f}x")
 
 # The articles' shape again, in turns: PyTorch, then mha_bench --article,
-# three times; each round's ratio compares two measurements seconds apart.
+# round after round; each round's ratio compares two measurements seconds
+# apart.
 print()
-print("the articles' shape in turns (PyTorch, then mha_bench --article), 3 rounds:")
+print(f"the articles' shape in turns (PyTorch, then mha_bench --article), "
+      f"{args.rounds} rounds:")
 ratios = []
-for r in range(3):
+for r in range(args.rounds):
     theirs = statistics.median(pytorch_times(128, 64))
     fwd, into = at_64(run_ours("--article"))
     ratios.append((fwd / theirs, into / theirs))
