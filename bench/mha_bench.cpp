@@ -8,11 +8,11 @@
 //    gives the medians of the times, the peaks and the pairwise ratios.
 // 2. The articles' shape, B = 128, T = 64, E = 512, H = 8, causal: every
 //    stage of the core on its own, then the whole forward: forward() (fresh
-//    output memory each call), forward_into() (memory kept from call to
-//    call; also with the per-head products in BLAS instead of the packed
-//    kernels), trace_into(), and the cost of the fresh memory alone. Median
+//    output memory each call), forward_into() and trace_into() (memory kept
+//    from call to call), and the cost of the fresh memory alone. Median
 //    seconds of N runs (default 7) after a warm-up, GFLOP/s, and
-//    time / roofline time.
+//    time / roofline time. Then forward(), forward_into() and forward_into()
+//    with the per-head products in BLAS, each paired with an sgemm, N times.
 // 3. T = 64 .. 2048 with B*T = 8192 fixed: does the cost grow as the FLOPs?
 //    forward() and forward_into() causal, forward_into() unmasked (packed
 //    kernels, then BLAS), and the fresh memory forward() needs; each T
@@ -206,16 +206,6 @@ int main(int argc, char** argv) {
         mha::AttentionOutput out;
         row("forward_into, output reused",
             median_seconds([&] { m.forward_into(out, x, x, x, &causal); }), flops, peak);
-        if (mha::packed_products_available()) {
-            // The same, with the per-head products sent to BLAS instead of
-            // the packed kernels (mha/packed_gemm.hpp)
-            mha::AttentionOutput out_blas;
-            mha::set_packed_products(false);
-            row("forward_into, BLAS per head",
-                median_seconds([&] { m.forward_into(out_blas, x, x, x, &causal); }), flops,
-                peak);
-            mha::set_packed_products(true);
-        }
         mha::ForwardTrace work;
         row("trace_into, buffers reused",
             median_seconds([&] { m.trace_into(work, x, x, x, &causal); }), flops, peak);
@@ -228,20 +218,34 @@ int main(int argc, char** argv) {
         std::printf("  (%.1f MB: the output and the weights)\n", fresh_mb);
         // The machine is shared and its speed drifts: for the closing figure,
         // time an sgemm and a forward side by side, g_runs times, and take
-        // the median of each and of their ratio.
-        std::vector<double> fwd_s, peaks, ratios, reuse_s, reuse_ratios;
+        // the median of each and of their ratio. forward_into is timed in
+        // the same turns, and again with the per-head products in BLAS
+        // instead of the packed kernels (mha/packed_gemm.hpp), when this
+        // processor has them.
+        const bool packed = mha::packed_products_available();
+        std::vector<double> fwd_s, peaks, ratios, reuse_s, reuse_ratios, blas_s, blas_ratios;
         {
             Sgemm g;
+            mha::AttentionOutput out_blas;
             for (int r = 0; r < g_runs; ++r) {
                 const double p = g.gflops(1);
+                const double roof = flops / (p * 1e9);  // roofline seconds
                 const double s = median_seconds([&] { m.forward(x, x, x, &causal); }, 1);
                 const double s2 =
                     median_seconds([&] { m.forward_into(out, x, x, x, &causal); }, 1);
                 fwd_s.push_back(s);
                 peaks.push_back(p);
-                ratios.push_back(s / (flops / (p * 1e9)));
+                ratios.push_back(s / roof);
                 reuse_s.push_back(s2);
-                reuse_ratios.push_back(s2 / (flops / (p * 1e9)));
+                reuse_ratios.push_back(s2 / roof);
+                if (packed) {
+                    mha::set_packed_products(false);
+                    const double s3 = median_seconds(
+                        [&] { m.forward_into(out_blas, x, x, x, &causal); }, 1);
+                    mha::set_packed_products(true);
+                    blas_s.push_back(s3);
+                    blas_ratios.push_back(s3 / roof);
+                }
             }
         }
         auto median = [](std::vector<double> v) {
@@ -250,10 +254,14 @@ int main(int argc, char** argv) {
         };
         const double fwd = median(fwd_s), pair_peak = median(peaks);
         const double roofline = median(ratios);
-        std::printf("\npaired with an sgemm each time, median of %d:\n"
-                    "  forward_into, output reused: %.3f s, %.1f GFLOP/s, %.2fx roofline\n",
-                    g_runs, median(reuse_s), flops / median(reuse_s) / 1e9,
-                    median(reuse_ratios));
+        std::printf("\npaired with an sgemm each time, median of %d:\n", g_runs);
+        auto paired = [&](const char* what, const std::vector<double>& sec,
+                          const std::vector<double>& roof) {
+            std::printf("  %-28s %.3f s, %.1f GFLOP/s, %.2fx roofline\n", what, median(sec),
+                        flops / median(sec) / 1e9, median(roof));
+        };
+        paired("forward_into, output reused:", reuse_s, reuse_ratios);
+        if (packed) paired("forward_into, BLAS per head:", blas_s, blas_ratios);
 
         if (!article_only) {
             // Each column: seconds, then (time / time at T = 64) divided by
