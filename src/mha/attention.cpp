@@ -1,6 +1,7 @@
 // Stage 7: the fast forward. It never materialises [B, H, T, D]: head h of
 // a [B, T, E] tensor is the block of rows T x D starting at column h*D with
-// leading dimension E, and BLAS reads that block in place.
+// leading dimension E, and the products read that block in place (K and V
+// through one packed copy per head, for the kernels of packed_gemm.hpp).
 #include "mha/attention.hpp"
 
 #include <algorithm>

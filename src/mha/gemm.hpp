@@ -1,8 +1,9 @@
 /// @file gemm.hpp
 /// @brief The one door to BLAS: a row-major sgemm on raw blocks.
 ///
-/// Every matrix product of the fast path goes through here, so that each one
-/// is a single BLAS call on a contiguous block with a leading dimension.
+/// Every BLAS product of the core goes through here, each one a single call
+/// on a contiguous block with a leading dimension (on AVX2 processors the
+/// forward's per-head products run in packed_gemm.hpp's kernels instead).
 /// Heavy headers (xtensor-blas, cblas) stay inside gemm.cpp.
 #pragma once
 

@@ -11,8 +11,8 @@ namespace mha {
 
 namespace {
 
-// Rows of A per pass over a stretch of B: long enough for A's rows and a
-// panel's rows to stay in the L1 cache together (6 KiB and 16 KiB).
+// Terms of the sum per pass (columns of A, rows of B): a tile's 6 rows of A
+// (6 KiB) and a panel's 256 rows (16 KiB) stay in the L1 cache together.
 constexpr std::size_t kDepth = 256;
 
 // One tile of C: MR rows x one panel (16 columns), over kc terms of the sum.
@@ -24,8 +24,8 @@ template <int MR>
 void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
           float* c, std::size_t ldc, std::size_t ncols, float alpha, bool add) {
     // Every loop over r is unrolled, so that acc lives in registers only
-    // (a loop left rolled makes GCC keep acc in memory, storing it on every
-    // step: 2.6x slower here).
+    // (a loop left rolled makes GCC 12 keep acc in memory, storing it on
+    // every step: 30 instead of 88 GFLOP/s on one core here).
     __m256 acc[MR][2];
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
