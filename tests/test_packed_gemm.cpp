@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -133,4 +135,12 @@ TEST_CASE("forward: the packed kernels and BLAS give the same attention") {
             CHECK(mha::max_abs_diff(packed.weights, blas.weights) < 2e-5);
         }
     }
+}
+
+TEST_CASE("MHA_PACKED=0 in the environment starts the forward on BLAS") {
+    // ctest runs this case with and without MHA_PACKED=0 (tests/CMakeLists.txt)
+    const char* env = std::getenv("MHA_PACKED");
+    const bool off = env != nullptr && std::strcmp(env, "0") == 0;
+    CAPTURE(off);
+    CHECK(mha::packed_products_on() == (mha::packed_products_available() && !off));
 }

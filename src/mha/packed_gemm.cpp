@@ -3,13 +3,21 @@
 #include "mha/packed_gemm.hpp"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 namespace mha {
 
 namespace {
 
-std::atomic<bool> g_on{true};
+// On unless the environment says MHA_PACKED=0.
+bool on_at_start() {
+    const char* env = std::getenv("MHA_PACKED");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+std::atomic<bool> g_on{on_at_start()};
 
 }  // namespace
 

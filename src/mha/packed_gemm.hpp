@@ -27,11 +27,14 @@ bool packed_products_available();
 
 /// Whether the forward uses the packed kernels.
 /// @return packed_products_available(), unless set_packed_products(false)
+///         or the environment variable MHA_PACKED=0 turned them off
 bool packed_products_on();
 
 /// Turns the packed kernels off (false: the forward uses BLAS) or back on.
 /// The tests and the benchmark compare both paths in one process; it takes
-/// effect at the next forward call.
+/// effect at the next forward call. At start they are on, unless the
+/// environment says MHA_PACKED=0 (ctest runs the oracle cases so, to check
+/// the BLAS path that machines without AVX2 take).
 /// @param on use the packed kernels when they are available
 void set_packed_products(bool on);
 
