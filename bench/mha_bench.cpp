@@ -117,6 +117,15 @@ struct Sgemm {
     }
 };
 
+// Calls f with the forward's per-head products in BLAS instead of the
+// packed kernels (mha/packed_gemm.hpp), then puts the setting back.
+void with_blas(const std::function<void()>& f) {
+    const bool was = mha::packed_products_on();
+    mha::set_packed_products(false);
+    f();
+    mha::set_packed_products(was);
+}
+
 void row(const char* what, double seconds, double flops, double peak) {
     if (flops > 0) {
         std::printf("  %-28s %9.5f s %7.1f GFLOP/s %6.2fx roofline\n", what, seconds,
@@ -220,9 +229,9 @@ int main(int argc, char** argv) {
         // time an sgemm and a forward side by side, g_runs times, and take
         // the median of each and of their ratio. forward_into is timed in
         // the same turns, and again with the per-head products in BLAS
-        // instead of the packed kernels (mha/packed_gemm.hpp), when this
-        // processor has them.
-        const bool packed = mha::packed_products_available();
+        // instead of the packed kernels (mha/packed_gemm.hpp), when those
+        // are on (this processor has them, and MHA_PACKED is not 0).
+        const bool packed = mha::packed_products_on();
         std::vector<double> fwd_s, peaks, ratios, reuse_s, reuse_ratios, blas_s, blas_ratios;
         {
             Sgemm g;
@@ -239,10 +248,11 @@ int main(int argc, char** argv) {
                 reuse_s.push_back(s2);
                 reuse_ratios.push_back(s2 / roof);
                 if (packed) {
-                    mha::set_packed_products(false);
-                    const double s3 = median_seconds(
-                        [&] { m.forward_into(out_blas, x, x, x, &causal); }, 1);
-                    mha::set_packed_products(true);
+                    double s3 = 0;
+                    with_blas([&] {
+                        s3 = median_seconds(
+                            [&] { m.forward_into(out_blas, x, x, x, &causal); }, 1);
+                    });
                     blas_s.push_back(s3);
                     blas_ratios.push_back(s3 / roof);
                 }
@@ -294,11 +304,7 @@ int main(int argc, char** argv) {
                     if (k == 0) m_->forward(x, x, x, &causal);
                     if (k == 1) m_->forward_into(out, x, x, x, &causal);
                     if (k == 2) m_->forward_into(out, x, x, x);
-                    if (k == 3) {  // the per-head products in BLAS, not packed
-                        mha::set_packed_products(false);
-                        m_->forward_into(out, x, x, x);
-                        mha::set_packed_products(true);
-                    }
+                    if (k == 3) with_blas([&] { m_->forward_into(out, x, x, x); });
                     if (k == 4) touch_fresh(out.output.shape(), out.weights.shape());
                     const auto t1 = std::chrono::steady_clock::now();
                     return std::chrono::duration<double>(t1 - t0).count();
