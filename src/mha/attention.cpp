@@ -5,7 +5,6 @@
 #include "mha/attention.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <vector>
 
@@ -26,12 +25,6 @@ constexpr std::size_t kRowBlock = 64;
 // Rows per chunk of the batch: a chunk's Q, K, V and context (2 MiB at
 // E = 512) stay in this machine's L3 cache between its gemms.
 constexpr std::size_t kChunkRows = 256;
-
-// Gives x this shape, keeping its memory when the shape already fits.
-template <class Tensor>
-void resize_to(Tensor& x, const typename Tensor::shape_type& shape) {
-    if (x.shape() != shape) x.resize(shape);
-}
 
 // One (sequence, head) pair: its Q, K, V blocks (rows E apart), where its
 // context goes (also E apart), and its [Tq, Tk] weights.

@@ -2,7 +2,6 @@
 #include "mha/linear.hpp"
 
 #include <algorithm>
-#include <array>
 
 #include "mha/gemm.hpp"
 
@@ -59,8 +58,7 @@ void linear_into(const Tensor3& x, const Linear& layer, Tensor3& y) {
              " expects in = " + std::to_string(layer.in_features()) +
              "; give x as [B, T, " + std::to_string(layer.in_features()) + "]");
     }
-    const std::array<std::size_t, 3> shape{B, T, out};  // [B, T, out]
-    if (y.shape() != shape) y.resize(shape);
+    resize_to(y, {B, T, out});  // [B, T, out]
     linear_rows(x.data(), B * T, layer, y.data());
 }
 

@@ -61,6 +61,15 @@ std::string shape_of(const E& t) {
     return shape_str(t.shape());
 }
 
+/// Gives @p x the shape @p shape, keeping its memory when it already has
+/// it: what the `_into` functions do with the tensors their caller keeps.
+/// @param x     a tensor of any shape
+/// @param shape the shape it must have
+template <class Tensor>
+void resize_to(Tensor& x, const typename Tensor::shape_type& shape) {
+    if (x.shape() != shape) x.resize(shape);
+}
+
 /// max |a - b| over all elements: how the lessons' self-checks and the
 /// tests compare two tensors. Equal infinities count as equal (-inf after a
 /// mask); a shape mismatch or a NaN on either side gives +inf.
