@@ -56,6 +56,12 @@ namespace {
 
 int g_runs = 7;
 
+// The middle value (the upper middle one of an even count).
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
 // Median seconds of g_runs calls of f, after one warm-up call.
 double median_seconds(const std::function<void()>& f, int runs = g_runs) {
     f();
@@ -66,8 +72,7 @@ double median_seconds(const std::function<void()>& f, int runs = g_runs) {
         const auto t1 = std::chrono::steady_clock::now();
         t.push_back(std::chrono::duration<double>(t1 - t0).count());
     }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return median(t);
 }
 
 double projection_flops(double B, double T, double E) { return 2 * B * T * E * E; }
@@ -258,10 +263,6 @@ int main(int argc, char** argv) {
                 }
             }
         }
-        auto median = [](std::vector<double> v) {
-            std::sort(v.begin(), v.end());
-            return v[v.size() / 2];
-        };
         const double fwd = median(fwd_s), pair_peak = median(peaks);
         const double roofline = median(ratios);
         std::printf("\npaired with an sgemm each time, median of %d:\n", g_runs);
