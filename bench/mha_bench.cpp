@@ -24,9 +24,10 @@
 //
 // FLOPs count 2*m*n*k per matrix product: 4 projections (8*B*T*E^2), Q K^T
 // and weights x V (2*B*H*T^2*D each), every score, as the articles' code
-// computes them. The core skips the key columns a whole 64-row block of
-// queries may not see (a causal mask's upper right), so at long T a causal
-// forward does less than the formula; the T table also times it unmasked.
+// computes them. The core skips the key columns a whole block of queries
+// (16 rows up to 512 keys, else 64) may not see (a causal mask's upper
+// right), so a causal forward does less than the formula; the T table also
+// times it unmasked.
 #include <algorithm>
 #include <array>
 #include <chrono>

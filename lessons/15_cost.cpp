@@ -75,8 +75,9 @@ int main(int argc, char** argv) {
               fixed(100 * (full - art) / art, 1) + "% of the work; at T = 4E = " +
               std::to_string(4 * E) + " it equals the four projections together. "
               "Both counts are what the articles' code computes; under a causal "
-              "mask, forward() skips the keys a whole block of 64 queries may not "
-              "see, so past T = 64 it does less. bench/mha_bench measures every stage.");
+              "mask, forward() skips the keys a whole block of queries (16 of them "
+              "up to 512 keys, else 64) may not see, so it does less. "
+              "bench/mha_bench measures every stage.");
         rc |= L.claim("full count = article's count + 2 B H T^2 D",
                       full - art == 2.0 * B * H * T * T * D);
 

@@ -30,11 +30,13 @@ TEST_CASE("forward equals the plain-loop oracle on many shapes") {
         {1, 1, 1, 1, 1},  {1, 1, 1, 8, 8},  {1, 4, 4, 8, 2},   {2, 5, 5, 12, 3},
         {3, 7, 7, 16, 1}, {2, 3, 9, 16, 4}, {1, 9, 2, 6, 6},   {4, 6, 6, 32, 8},
         {2, 16, 16, 64, 8}, {1, 1, 5, 4, 2}, {5, 3, 3, 10, 5}, {2, 33, 17, 24, 6},
-        // The batch goes through in chunks of about 256 rows: many chunks
+        // The batch goes through in chunks of about 512 rows: many chunks
         // with a short last one (one chunk per worker in turn), and a few
         // long sequences (one chunk at a time, its heads across workers),
-        // with several 64-row query blocks and a short last block.
-        {33, 64, 64, 8, 2}, {100, 10, 20, 8, 4}, {3, 300, 300, 8, 2}, {2, 70, 130, 8, 4}};
+        // with several query blocks (16 rows under a mask when Tk <= 512,
+        // else 64) and a short last block.
+        {65, 64, 64, 8, 2}, {210, 10, 20, 8, 4}, {3, 300, 300, 8, 2}, {2, 70, 130, 8, 4},
+        {1, 70, 600, 8, 2}};
     std::uint64_t seed = 100;
     for (const Case& c : cases) {
         for (int masked = 0; masked < 3; ++masked) {
