@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include <xtensor/xview.hpp>
@@ -79,11 +81,23 @@ std::size_t visible_columns(const Mask& mask, std::size_t b, std::size_t h,
 // One past the last row of a [Tk, D] block (rows E apart) that holds a NaN
 // or an Inf; 0 when all are finite. Skipped columns must not hide them:
 // a weight of 0 times NaN is NaN, with or without skipping.
+// A float is Inf or NaN when its exponent bits are all set, so the largest
+// of a row's bit patterns without the sign tells: an integer max the
+// compiler vectorises (a loop of std::isfinite with an early return was
+// 2% of the forward at T = 64, once 16-row blocks made it run every head).
 std::size_t past_last_nonfinite(const float* v, std::size_t Tk, std::size_t D,
                                 std::size_t E) {
-    for (std::size_t j = Tk; j > 0; --j)
-        for (std::size_t d = 0; d < D; ++d)
-            if (!std::isfinite(v[(j - 1) * E + d])) return j;
+    constexpr std::uint32_t kExponent = 0x7f800000u, kNoSign = 0x7fffffffu;
+    for (std::size_t j = Tk; j > 0; --j) {
+        const float* row = v + (j - 1) * E;
+        std::uint32_t top = 0;
+        for (std::size_t d = 0; d < D; ++d) {
+            std::uint32_t bits;
+            std::memcpy(&bits, row + d, sizeof bits);
+            top = std::max(top, bits & kNoSign);
+        }
+        if (top >= kExponent) return j;
+    }
     return 0;
 }
 
