@@ -80,11 +80,11 @@ std::size_t visible_columns(const Mask& mask, std::size_t b, std::size_t h,
 
 // One past the last row of a [Tk, D] block (rows E apart) that holds a NaN
 // or an Inf; 0 when all are finite. Skipped columns must not hide them:
-// a weight of 0 times NaN is NaN, with or without skipping.
-// A float is Inf or NaN when its exponent bits are all set, so the largest
-// of a row's bit patterns without the sign tells: an integer max the
-// compiler vectorises (a loop of std::isfinite with an early return was
-// 2% of the forward at T = 64, once 16-row blocks made it run every head).
+// a weight of 0 times NaN is NaN, with or without skipping. A float is Inf
+// or NaN when its exponent bits are all set, so the largest of a row's bit
+// patterns without the sign tells: an integer max that the compiler
+// vectorises. (A loop of std::isfinite with an early return was about 2%
+// of the forward's profile at T = 64, once 16-row blocks ran it every head.)
 std::size_t past_last_nonfinite(const float* v, std::size_t Tk, std::size_t D,
                                 std::size_t E) {
     constexpr std::uint32_t kExponent = 0x7f800000u, kNoSign = 0x7fffffffu;
