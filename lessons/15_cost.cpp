@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
               "forward() reads each head's Q in place; on processors with AVX2 it "
               "copies K^T and V once per head into the panels its own kernel reads "
               "(src/mha/packed_gemm.hpp), which is what BLAS does inside every call, "
-              "done once per head instead of once per block of 64 queries.");
+              "done once per head instead of once per block of queries.");
         rc |= L.claim("both ways give identical scores", same);
         return rc;
     });
