@@ -117,6 +117,26 @@ TEST_CASE("trace_into and forward_into reuse their buffers, with forward's numbe
     }
 }
 
+TEST_CASE("forward gives the same bits on every call, whichever core takes a chunk") {
+    // Enough sequences for the batch to go through in chunks, one core
+    // taking the next chunk nobody has taken: which core takes which chunk
+    // changes from call to call, and must not change a single bit. (Had the
+    // chunks' boundaries followed the timing, results would differ in the
+    // last bits: BLAS rounds [M, E] x [E, E] differently for different M.)
+    mha::Rng rng(17);
+    const mha::MultiHeadAttention m(256, 4, mha::Init::xavier(17));
+    const mha::Tensor3 x = mha::randn(67, 64, 256, rng);  // 8 chunks and a short one
+    const mha::Mask causal = mha::causal_mask(64, 64);
+    const auto first = m.forward(x, x, x, &causal);
+    mha::AttentionOutput again;
+    for (int call = 0; call < 12; ++call) {
+        CAPTURE(call);
+        m.forward_into(again, x, x, x, &causal);
+        REQUIRE(mha::max_abs_diff(again.output, first.output) == 0.0);
+        REQUIRE(mha::max_abs_diff(again.weights, first.weights) == 0.0);
+    }
+}
+
 TEST_CASE("forward equals the stages composed one by one") {
     mha::Rng rng(21);
     const mha::MultiHeadAttention m(16, 4, mha::Init::xavier(21));
