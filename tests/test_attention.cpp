@@ -31,7 +31,7 @@ TEST_CASE("forward equals the plain-loop oracle on many shapes") {
         {3, 7, 7, 16, 1}, {2, 3, 9, 16, 4}, {1, 9, 2, 6, 6},   {4, 6, 6, 32, 8},
         {2, 16, 16, 64, 8}, {1, 1, 5, 4, 2}, {5, 3, 3, 10, 5}, {2, 33, 17, 24, 6},
         // The batch goes through in chunks of about 512 rows: many chunks
-        // with a short last one (one chunk per worker in turn), and a few
+        // with a short last one (each worker takes the next), and a few
         // long sequences (one chunk at a time, its heads across workers),
         // with several query blocks (16 rows under a mask when Tk <= 512,
         // else 64) and a short last block.
