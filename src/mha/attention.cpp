@@ -304,8 +304,8 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
     // runs slower (these are shared virtual cores) takes fewer. A chunk's
     // boundaries do not depend on who takes it, so neither do the results.
     // Paired against one fixed run of chunks per worker: 0.95-1.02x the
-    // time at T = 64 (eleven pairings, median 1.00x), 0.92-0.99x at T = 128,
-    // 256 and 512 (ten pairings).
+    // time at T = 64 (eleven pairings, median 1.00x), 0.92-1.00x at T = 128,
+    // 256 and 512 (ten pairings, median 0.97x).
     std::atomic<std::size_t> next_chunk{0};
     auto run = [&](std::size_t, std::size_t) {
         std::vector<float> scratch;  // one per worker, reused chunk to chunk
