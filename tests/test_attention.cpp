@@ -9,6 +9,7 @@
 #include "mha/attend.hpp"
 #include "mha/heads.hpp"
 #include "mha/linear.hpp"
+#include "mha/parallel.hpp"
 #include "mha/reference.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
@@ -123,9 +124,12 @@ TEST_CASE("forward gives the same bits on every call, whichever core takes a chu
     // changes from call to call, and must not change a single bit. (Had the
     // chunks' boundaries followed the timing, results would differ in the
     // last bits: BLAS rounds [M, E] x [E, E] differently for different M.)
+    // Chunks hold 8 sequences of 64 (512 rows), and are shared out one at a
+    // time from 4 per worker on: that many, and a short one, on any machine.
+    const std::size_t B = 8 * 4 * mha::worker_count() + 3;
     mha::Rng rng(17);
     const mha::MultiHeadAttention m(256, 4, mha::Init::xavier(17));
-    const mha::Tensor3 x = mha::randn(67, 64, 256, rng);  // 8 chunks and a short one
+    const mha::Tensor3 x = mha::randn(B, 64, 256, rng);
     const mha::Mask causal = mha::causal_mask(64, 64);
     const auto first = m.forward(x, x, x, &causal);
     mha::AttentionOutput again;
