@@ -12,7 +12,7 @@
 //    from call to call), and the cost of the fresh memory alone. Median
 //    seconds of N runs (default 7) after a warm-up, GFLOP/s, and
 //    time / roofline time. Then forward(), forward_into() and forward_into()
-//    with the per-head products in BLAS, each paired with an sgemm, N times.
+//    with every product in BLAS, each paired with an sgemm, N times.
 // 3. T = 64 .. 2048 with B*T = 8192 fixed: does the cost grow as the FLOPs?
 //    forward() and forward_into() causal, forward_into() unmasked (packed
 //    kernels, then BLAS), and the fresh memory forward() needs; each T
@@ -123,8 +123,9 @@ struct Sgemm {
     }
 };
 
-// Calls f with the forward's per-head products in BLAS instead of the
-// packed kernels (mha/packed_gemm.hpp), then puts the setting back.
+// Calls f with the forward's products (the layers and the per-head ones)
+// in BLAS instead of the packed kernels (mha/packed_gemm.hpp), then puts
+// the setting back.
 void with_blas(const std::function<void()>& f) {
     const bool was = mha::packed_products_on();
     mha::set_packed_products(false);
@@ -234,8 +235,8 @@ int main(int argc, char** argv) {
         // The machine is shared and its speed drifts: for the closing figure,
         // time an sgemm and a forward side by side, g_runs times, and take
         // the median of each and of their ratio. forward_into is timed in
-        // the same turns, and again with the per-head products in BLAS
-        // instead of the packed kernels (mha/packed_gemm.hpp), when those
+        // the same turns, and again with every product in BLAS instead of
+        // the packed kernels (mha/packed_gemm.hpp), when those
         // are on (this processor has them, and MHA_PACKED is not 0).
         const bool packed = mha::packed_products_on();
         std::vector<double> fwd_s, peaks, ratios, reuse_s, reuse_ratios, blas_s, blas_ratios;
@@ -273,15 +274,15 @@ int main(int argc, char** argv) {
                         flops / median(sec) / 1e9, median(roof));
         };
         paired("forward_into, output reused:", reuse_s, reuse_ratios);
-        if (packed) paired("forward_into, BLAS per head:", blas_s, blas_ratios);
+        if (packed) paired("forward_into, all in BLAS:", blas_s, blas_ratios);
 
         if (!article_only) {
             // Each column: seconds, then (time / time at T = 64) divided by
             // (FLOPs / FLOPs at T = 64): 1.00 means the cost grows exactly as
             // the formula. A causal forward skips masked blocks, so it may
-            // grow less; unmasked, every score is computed, with the per-head
-            // products in the packed kernels and then in BLAS, which packs
-            // K^T and V again for every block of 64 queries. The last column
+            // grow less; unmasked, every score is computed, with the products
+            // in the packed kernels and then in BLAS, which packs K^T and V
+            // again for every block of 64 queries. The last column
             // times the output and [B, H, T, T] weights in fresh memory
             // (537 MB at T = 2048): what forward() would pay each call if the
             // core's allocator did not keep freed blocks (mha/memory.hpp).

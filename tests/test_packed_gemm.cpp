@@ -1,7 +1,8 @@
-// Tests for mha/packed_gemm.hpp: the per-head products on packed panels,
-// against a product in double, and the forward with them against the
-// forward with BLAS. On a processor without AVX2 + FMA the kernels do not
-// run, and the first two cases say so and check nothing.
+// Tests for mha/packed_gemm.hpp: the per-head products and the linear
+// layers on packed panels, against products in double, and the forward
+// with them against the forward with BLAS. On a processor without AVX2 +
+// FMA the kernels do not run, and the cases on the kernels alone say so
+// and check nothing.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -105,6 +106,86 @@ TEST_CASE("packed_gemm: NaN and Inf in B reach C as in any product") {
     }
 }
 
+TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on the same rows") {
+    if (!mha::packed_products_available()) {
+        MESSAGE("no AVX2 + FMA here: the packed kernels are not used, nothing to test");
+        return;
+    }
+    // m: whole 6-row micro-panels, every remainder, one 48-row block and
+    // more; k: short of and past the 8 terms packed at a time, one stretch
+    // of 512 and more; n: whole 16-column panels and partial ones.
+    mha::Rng rng(11);
+    const float guard = 555.0f;
+    for (std::size_t m : {1, 5, 6, 7, 47, 48, 49, 101}) {
+        for (std::size_t k : {1, 7, 9, 64, 512, 513, 600}) {
+            for (std::size_t n : {1, 15, 16, 17, 40}) {
+                for (std::size_t count : {1, 3}) {
+                    CAPTURE(m); CAPTURE(k); CAPTURE(n); CAPTURE(count);
+                    const std::size_t lda = k + 3, ldc = n + 2;
+                    const std::vector<float> x = random_floats(m * lda, rng);
+                    std::vector<std::vector<float>> w, bias, packed, c;
+                    std::vector<mha::LinearPanels> layers;
+                    for (std::size_t l = 0; l < count; ++l) {
+                        w.push_back(random_floats(n * k, rng));  // W [n, k]
+                        bias.push_back(random_floats(n, rng));
+                        packed.emplace_back(mha::packed_floats(k, n));
+                        mha::pack_panels(w[l].data(), k, true, k, n, packed[l].data());
+                        c.emplace_back((m + 1) * ldc, guard);  // and a row past C
+                    }
+                    for (std::size_t l = 0; l < count; ++l)
+                        layers.push_back({packed[l].data(), bias[l].data(), c[l].data()});
+                    mha::packed_linear(x.data(), lda, m, k, layers.data(), count, n, ldc);
+                    for (std::size_t l = 0; l < count; ++l) {
+                        CAPTURE(l);
+                        double worst = 0;  // |error| / (sum of |terms|), over C
+                        for (std::size_t i = 0; i < m; ++i) {
+                            for (std::size_t j = 0; j < n; ++j) {
+                                double sum = bias[l][j], size = std::fabs(bias[l][j]);
+                                for (std::size_t t = 0; t < k; ++t) {
+                                    const double term = double(x[i * lda + t]) * w[l][j * k + t];
+                                    sum += term;
+                                    size += std::fabs(term);
+                                }
+                                worst = std::max(worst, std::fabs(c[l][i * ldc + j] - sum) / size);
+                            }
+                        }
+                        // k float steps and the bias, each rounding by <= 6e-8
+                        CHECK(worst < 6e-8 * (k + 3));
+                        std::size_t touched = 0;  // past column n and row m: untouched
+                        for (std::size_t i = 0; i <= m; ++i)
+                            for (std::size_t j = i < m ? n : 0; j < ldc; ++j)
+                                touched += c[l][i * ldc + j] != guard;
+                        CHECK(touched == 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("packed_linear: a row's result does not depend on the rows around it") {
+    if (!mha::packed_products_available()) {
+        MESSAGE("no AVX2 + FMA here: the packed kernels are not used, nothing to test");
+        return;
+    }
+    // The forward hands blocks of rows to the workers: rows in a packed
+    // micro-panel and rows read in place must give the same bits.
+    mha::Rng rng(12);
+    const std::size_t m = 103, k = 520, n = 33;
+    const std::vector<float> x = random_floats(m * k, rng), w = random_floats(n * k, rng);
+    const std::vector<float> bias = random_floats(n, rng);
+    std::vector<float> packed(mha::packed_floats(k, n)), whole(m * n), parts(m * n);
+    mha::pack_panels(w.data(), k, true, k, n, packed.data());
+    mha::LinearPanels layer{packed.data(), bias.data(), whole.data()};
+    mha::packed_linear(x.data(), k, m, k, &layer, 1, n, n);
+    for (std::size_t r0 = 0, size = 1; r0 < m; r0 += size, size = size % 13 + 4) {
+        const std::size_t rows = std::min(size, m - r0);
+        layer.c = parts.data() + r0 * n;
+        mha::packed_linear(x.data() + r0 * k, k, rows, k, &layer, 1, n, n);
+    }
+    CHECK(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("forward: the packed kernels and BLAS give the same attention") {
     PackedSetting restore;
     struct Case {
@@ -133,6 +214,14 @@ TEST_CASE("forward: the packed kernels and BLAS give the same attention") {
             // unit-scale data: sums in different orders differ by < 2e-5
             CHECK(mha::max_abs_diff(packed.output, blas.output) < 2e-5);
             CHECK(mha::max_abs_diff(packed.weights, blas.weights) < 2e-5);
+            if (c.Tq != c.Tk) continue;
+            // self-attention: Q, K and V projected in one pass over q
+            mha::set_packed_products(true);
+            const auto packed_self = m.forward(q, q, q, mp);
+            mha::set_packed_products(false);
+            const auto blas_self = m.forward(q, q, q, mp);
+            CHECK(mha::max_abs_diff(packed_self.output, blas_self.output) < 2e-5);
+            CHECK(mha::max_abs_diff(packed_self.weights, blas_self.weights) < 2e-5);
         }
     }
 }

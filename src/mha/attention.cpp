@@ -9,12 +9,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <xtensor/xview.hpp>
 
 #include "mha/gemm.hpp"
 #include "mha/heads.hpp"
+#include "mha/linear.hpp"
 #include "mha/packed_gemm.hpp"
 #include "mha/parallel.hpp"
 #include "mha/softmax.hpp"
@@ -35,10 +37,11 @@ constexpr std::size_t kRowBlock = 64;
 constexpr std::size_t kSkipRowBlock = 16;
 constexpr std::size_t kSkipMaxKeys = 512;
 // Rows per chunk of the batch: a chunk's Q, K, V and context (4 MiB at
-// E = 512) stay in this machine's L3 cache between its gemms, and each
-// projection's weight, which BLAS packs again at every call, is packed once
-// per 512 rows. In paired runs at T = 64, 128 and 256 the forward took
-// 0.95-1.00x the time of 256-row chunks, and 2048-row chunks 1.00-1.08x.
+// E = 512) stay in this machine's L3 cache between its gemms (and, on the
+// BLAS path, each projection's weight, which BLAS packs again at every
+// call, is packed once per 512 rows). In paired runs at T = 64, 128 and 256,
+// with the projections in BLAS, the forward took 0.95-1.00x the time of
+// 256-row chunks, and 2048-row chunks 1.00-1.08x.
 constexpr std::size_t kChunkRows = 512;
 
 // One (sequence, head) pair: its Q, K, V blocks (rows E apart), where its
@@ -101,6 +104,55 @@ std::size_t past_last_nonfinite(const float* v, std::size_t Tk, std::size_t D,
     }
     return 0;
 }
+
+// The four layers, wq, wk, wv, w_o, as the forward's projections use them.
+// On AVX2 processors each weight is packed into panels (packed_gemm.hpp)
+// once per forward call, and every chunk's rows go through
+// packed_linear(), which adds the bias as it stores each tile. On others
+// each projection is one BLAS call (linear_rows()), which packs the weight
+// again at every call and starts from rows of bias.
+class Projections {
+public:
+    Projections(const Linear& wq, const Linear& wk, const Linear& wv, const Linear& w_o,
+                std::size_t E, bool packed)
+        : layers_{&wq, &wk, &wv, &w_o}, E_(E), each_(packed_floats(E, E)) {
+        if (!packed) return;
+        panels_.resize(4 * each_);
+        parallel_for(4, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t l = begin; l < end; ++l)
+                pack_panels(layers_[l]->weight.data(), E, true, E, E, panels_.data() + l * each_);
+        });
+    }
+
+    // out[i] = x W^T + b for layers first .. first+count-1, all reading the
+    // same rows of x (Q, K and V of self-attention: one pass over x).
+    void run(const float* x, std::size_t rows, std::size_t first, std::size_t count,
+             float* const* out) const {
+        if (panels_.empty()) {
+            for (std::size_t l = 0; l < count; ++l)
+                linear_rows(x, rows, *layers_[first + l], out[l]);
+            return;
+        }
+        // Outside a worker (a few long sequences), blocks of rows go to the
+        // workers; no row's result depends on where a block starts.
+        constexpr std::size_t kRows = 48;
+        const std::size_t blocks = (rows + kRows - 1) / kRows;
+        parallel_for(blocks, [&](std::size_t begin, std::size_t end) {
+            const std::size_t r0 = begin * kRows, r1 = std::min(rows, end * kRows);
+            LinearPanels to[4];
+            for (std::size_t l = 0; l < count; ++l) {
+                to[l] = {panels_.data() + (first + l) * each_,
+                         layers_[first + l]->bias.data(), out[l] + r0 * E_};
+            }
+            packed_linear(x + r0 * E_, E_, r1 - r0, E_, to, count, E_, E_);
+        });
+    }
+
+private:
+    const Linear* layers_[4];
+    std::size_t E_, each_;
+    std::vector<float> panels_;  // the four packed weights, or empty: BLAS
+};
 
 // Scores, mask, softmax and weights x V for one head, a block of query rows
 // at a time, so that a block's scores stay in cache from the first product,
@@ -291,7 +343,9 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
         t.q = t.k = t.v = t.context = Tensor3();
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-    const bool packed = packed_products_on();  // else BLAS for the per-head products
+    const bool packed = packed_products_on();  // else BLAS for every product
+    const Projections project(wq, wk, wv, w_o, E, packed);
+    const bool self = query.data() == key.data() && key.data() == value.data();
 
     // The batch goes through in chunks of whole sequences, about kChunkRows
     // rows each. A chunk's Q, K, V and context live in a small buffer that
@@ -324,10 +378,17 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
                 v = k + n * Tk * E;
                 ctx = v + n * Tk * E;
             }
-            // 1) the three projections of this chunk's rows
-            linear_rows(query.data() + b0 * Tq * E, n * Tq, wq, q);
-            linear_rows(key.data() + b0 * Tk * E, n * Tk, wk, k);
-            linear_rows(value.data() + b0 * Tk * E, n * Tk, wv, v);
+            // 1) the three projections of this chunk's rows (one pass over
+            //    the rows for all three when they read one input)
+            const float* xq = query.data() + b0 * Tq * E;
+            float* const qkv[3] = {q, k, v};
+            if (self) {
+                project.run(xq, n * Tq, 0, 3, qkv);
+            } else {
+                project.run(xq, n * Tq, 0, 1, qkv);
+                project.run(key.data() + b0 * Tk * E, n * Tk, 1, 1, qkv + 1);
+                project.run(value.data() + b0 * Tk * E, n * Tk, 2, 1, qkv + 2);
+            }
             // 2)-4) every (sequence, head) pair of the chunk, independently
             parallel_for(n * H, [&](std::size_t begin, std::size_t end) {
                 std::vector<float> panels(packed ? panel_floats(Tk, D) : 0);
@@ -344,7 +405,8 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
                 }
             });
             // 5) the output layer on this chunk's rows
-            linear_rows(ctx, n * Tq, w_o, t.output.data() + b0 * Tq * E);
+            float* const out = t.output.data() + b0 * Tq * E;
+            project.run(ctx, n * Tq, 3, 1, &out);
         }
     };
     // Enough chunks: every worker takes chunks, each chunk on one core.

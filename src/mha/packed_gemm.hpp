@@ -1,5 +1,6 @@
 /// @file packed_gemm.hpp
-/// @brief The per-head products, with the right-hand side packed once per head.
+/// @brief The forward's products, with the right-hand side packed once:
+/// per head for the attention, per call for the four layers.
 ///
 /// Used by the fast forward (attention.cpp); the tests and the benchmark
 /// look inside. The kernels are AVX2 + FMA (packed_gemm_avx2.cpp), built on
@@ -11,7 +12,11 @@
 /// again on every call, and zeroes C before adding into it: at T = 2048,
 /// unmasked, a quarter of the forward's time went to sgemm's copy and beta
 /// routines. Here K^T and V are packed once per head, into panels of 16
-/// columns, and every block of queries reads them from there.
+/// columns, and every block of queries reads them from there. The layers
+/// likewise: each weight is packed once per forward instead of once per
+/// chunk of 512 rows, the bias is added as each tile is stored, and Q, K
+/// and V of self-attention share one packing of the input's rows
+/// (packed_linear()).
 #pragma once
 
 #include <cstddef>
@@ -77,6 +82,29 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
 void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                  const float* packed, std::size_t packed_k, std::size_t n, float* c,
                  std::size_t ldc, float alpha);
+
+/// One linear layer for packed_linear(): its weight W `[n, k]` packed as
+/// B = W^T (pack_panels() with trans), its bias, and where its rows go.
+struct LinearPanels {
+    const float* packed;  ///< packed_floats(k, n) floats
+    const float* bias;    ///< `[n]`
+    float* c;             ///< C `[m, n]`, rows `ldc` apart
+};
+
+/// C = A W^T + bias for each of @p count layers that read the same A: each
+/// block of A's rows is packed once and meets every layer's weight (Q, K
+/// and V of self-attention read one input). C is overwritten.
+/// @param a      A `[m, k]`, rows @p lda apart
+/// @param lda    distance between rows of A
+/// @param m      rows of A and of each C
+/// @param k      the layers' input size
+/// @param layers @p count layers, each `k -> n`
+/// @param count  how many
+/// @param n      the layers' output size
+/// @param ldc    distance between rows of each C
+void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k,
+                   const LinearPanels* layers, std::size_t count, std::size_t n,
+                   std::size_t ldc);
 
 /// @}
 

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace mha {
 
@@ -20,9 +21,13 @@ constexpr std::size_t kDepth = 256;
 // each step loads one row of the panel and broadcasts one element of each
 // of the MR rows of A. add: C += alpha * sum (a later stretch of k);
 // otherwise C = alpha * sum. Only the first ncols columns are written.
-template <int MR>
+// A is read in place, a[r * lda + t], or, with PackedA, from a micro-panel
+// that pack_six_rows() wrote, a[t * 6 + r]. bias, when given, is added as
+// the tile is stored (a linear layer's first stretch of k).
+template <int MR, bool PackedA = false>
 void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
-          float* c, std::size_t ldc, std::size_t ncols, float alpha, bool add) {
+          float* c, std::size_t ldc, std::size_t ncols, float alpha, bool add,
+          const float* bias = nullptr) {
     // Every loop over r is unrolled, so that acc lives in registers only
     // (a loop left rolled makes GCC 12 keep acc in memory, storing it on
     // every step: 30 instead of 88 GFLOP/s on one core here).
@@ -34,7 +39,8 @@ void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
         const __m256 b1 = _mm256_loadu_ps(panel + t * kPanelWidth + 8);
 #pragma GCC unroll 6
         for (int r = 0; r < MR; ++r) {
-            const __m256 x = _mm256_broadcast_ss(a + r * lda + t);
+            const __m256 x =
+                _mm256_broadcast_ss(PackedA ? a + t * MR + r : a + r * lda + t);
             acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
             acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
         }
@@ -46,6 +52,10 @@ void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
         __m256 lo = _mm256_mul_ps(acc[r][0], s);
         __m256 hi = _mm256_mul_ps(acc[r][1], s);
         if (ncols == kPanelWidth) {
+            if (bias != nullptr) {
+                lo = _mm256_add_ps(lo, _mm256_loadu_ps(bias));
+                hi = _mm256_add_ps(hi, _mm256_loadu_ps(bias + 8));
+            }
             if (add) {
                 lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
                 hi = _mm256_add_ps(hi, _mm256_loadu_ps(row + 8));
@@ -56,7 +66,10 @@ void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
             float part[kPanelWidth];
             _mm256_storeu_ps(part, lo);
             _mm256_storeu_ps(part + 8, hi);
-            for (std::size_t j = 0; j < ncols; ++j) row[j] = add ? row[j] + part[j] : part[j];
+            for (std::size_t j = 0; j < ncols; ++j) {
+                if (bias != nullptr) part[j] += bias[j];
+                row[j] = add ? row[j] + part[j] : part[j];
+            }
         }
     }
 }
@@ -72,6 +85,52 @@ void row_tiles(const float* a, std::size_t lda, const float* packed,
         tile<MR>(a, lda, packed + j0 * packed_k, kc, c + j0, ldc,
                  std::min(kPanelWidth, n - j0), alpha, add);
 }
+
+// Six rows of A, terms t0 .. t0+kc-1, into a micro-panel: the six rows'
+// term t are the six floats at 6 t. Eight terms at a time, as an 8 x 8
+// transpose whose last two rows are zero; each store of 8 floats runs 2
+// past its 6, and the next store (or the buffer's spare 8 floats at the
+// end) takes them.
+void pack_six_rows(const float* a, std::size_t lda, std::size_t kc, float* d) {
+    std::size_t t = 0;
+    const __m256 zero = _mm256_setzero_ps();
+    for (; t + 8 <= kc; t += 8) {
+        const __m256 r0 = _mm256_loadu_ps(a + t), r1 = _mm256_loadu_ps(a + lda + t);
+        const __m256 r2 = _mm256_loadu_ps(a + 2 * lda + t);
+        const __m256 r3 = _mm256_loadu_ps(a + 3 * lda + t);
+        const __m256 r4 = _mm256_loadu_ps(a + 4 * lda + t);
+        const __m256 r5 = _mm256_loadu_ps(a + 5 * lda + t);
+        // pairs of rows interleaved, then quads, then the 128-bit halves
+        const __m256 p0 = _mm256_unpacklo_ps(r0, r1), p1 = _mm256_unpackhi_ps(r0, r1);
+        const __m256 p2 = _mm256_unpacklo_ps(r2, r3), p3 = _mm256_unpackhi_ps(r2, r3);
+        const __m256 p4 = _mm256_unpacklo_ps(r4, r5), p5 = _mm256_unpackhi_ps(r4, r5);
+        const __m256 q0 = _mm256_shuffle_ps(p0, p2, 0x44), q1 = _mm256_shuffle_ps(p0, p2, 0xEE);
+        const __m256 q2 = _mm256_shuffle_ps(p1, p3, 0x44), q3 = _mm256_shuffle_ps(p1, p3, 0xEE);
+        const __m256 q4 = _mm256_shuffle_ps(p4, zero, 0x44), q5 = _mm256_shuffle_ps(p4, zero, 0xEE);
+        const __m256 q6 = _mm256_shuffle_ps(p5, zero, 0x44), q7 = _mm256_shuffle_ps(p5, zero, 0xEE);
+        float* o = d + t * 6;
+        _mm256_storeu_ps(o + 0, _mm256_permute2f128_ps(q0, q4, 0x20));
+        _mm256_storeu_ps(o + 6, _mm256_permute2f128_ps(q1, q5, 0x20));
+        _mm256_storeu_ps(o + 12, _mm256_permute2f128_ps(q2, q6, 0x20));
+        _mm256_storeu_ps(o + 18, _mm256_permute2f128_ps(q3, q7, 0x20));
+        _mm256_storeu_ps(o + 24, _mm256_permute2f128_ps(q0, q4, 0x31));
+        _mm256_storeu_ps(o + 30, _mm256_permute2f128_ps(q1, q5, 0x31));
+        _mm256_storeu_ps(o + 36, _mm256_permute2f128_ps(q2, q6, 0x31));
+        _mm256_storeu_ps(o + 42, _mm256_permute2f128_ps(q3, q7, 0x31));
+    }
+    for (; t < kc; ++t)
+        for (std::size_t r = 0; r < 6; ++r) d[t * 6 + r] = a[r * lda + t];
+}
+
+// A linear layer goes through its rows 48 at a time. The block of A, packed
+// (48 rows x 512 terms, 96 KiB), stays in L2 while each panel of the
+// weight (512 terms x 16 columns, 32 KiB) meets all 48 rows; the block's C
+// (96 KiB per layer) is written once, with no second stretch of k to add
+// into it while E <= 512. Paired with 96 rows x 256 terms (the block's C
+// read back for the second stretch) in the forward at T = 64: 0.96-0.98x.
+constexpr std::size_t kLinearRows = 48;
+constexpr std::size_t kLinearDepth = 512;
+
 
 }  // namespace
 
@@ -126,6 +185,44 @@ void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
             case 2: row_tiles<2>(ar, lda, b, packed_k, kc, n, cr, ldc, alpha, add); break;
             case 1: row_tiles<1>(ar, lda, b, packed_k, kc, n, cr, ldc, alpha, add); break;
             default: break;
+        }
+    }
+}
+
+void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k,
+                   const LinearPanels* layers, std::size_t count, std::size_t n,
+                   std::size_t ldc) {
+    std::vector<float> block(kLinearRows * kLinearDepth + 8);  // + the stores' overrun
+    for (std::size_t i0 = 0; i0 < m; i0 += kLinearRows) {
+        const std::size_t rows = std::min(kLinearRows, m - i0);
+        for (std::size_t t0 = 0; t0 < k; t0 += kLinearDepth) {
+            const std::size_t kc = std::min(kLinearDepth, k - t0);
+            const bool add = t0 > 0;  // later stretches add to C, the first has the bias
+            const std::size_t full = rows / 6 * 6;  // the rest, 0-5 rows, read in place
+            const float* ai = a + i0 * lda + t0;
+            for (std::size_t i = 0; i < full; i += 6)
+                pack_six_rows(ai + i * lda, lda, kc, block.data() + i * kc);
+            for (std::size_t l = 0; l < count; ++l) {  // every layer on this block
+                float* ci = layers[l].c + i0 * ldc;
+                for (std::size_t j0 = 0; j0 < n; j0 += kPanelWidth) {
+                    const float* panel = layers[l].packed + j0 * k + t0 * kPanelWidth;
+                    const std::size_t ncols = std::min(kPanelWidth, n - j0);
+                    const float* bias = add ? nullptr : layers[l].bias + j0;
+                    for (std::size_t i = 0; i < full; i += 6)
+                        tile<6, true>(block.data() + i * kc, 0, panel, kc, ci + i * ldc + j0,
+                                      ldc, ncols, 1.0f, add, bias);
+                    const float* ar = ai + full * lda;
+                    float* cr = ci + full * ldc + j0;
+                    switch (rows - full) {
+                        case 5: tile<5>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
+                        case 4: tile<4>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
+                        case 3: tile<3>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
+                        case 2: tile<2>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
+                        case 1: tile<1>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
+                        default: break;
+                    }
+                }
+            }
         }
     }
 }
