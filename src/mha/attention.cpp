@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include <xtensor/xview.hpp>
@@ -117,10 +116,12 @@ public:
                 std::size_t E, bool packed)
         : layers_{&wq, &wk, &wv, &w_o}, E_(E), each_(packed_floats(E, E)) {
         if (!packed) return;
-        panels_.resize(4 * each_);
+        // From the core's allocator: a loop of forwards gets the same 4 MiB
+        // back each call, without the page faults of fresh memory.
+        panels_ = Tensor1::from_shape({4 * each_});
         parallel_for(4, [&](std::size_t begin, std::size_t end) {
             for (std::size_t l = begin; l < end; ++l)
-                pack_panels(layers_[l]->weight.data(), E, true, E, E, panels_.data() + l * each_);
+                pack_panels(layers_[l]->weight.data(), E, true, E, E, data() + l * each_);
         });
     }
 
@@ -128,7 +129,7 @@ public:
     // same rows of x (Q, K and V of self-attention: one pass over x).
     void run(const float* x, std::size_t rows, std::size_t first, std::size_t count,
              float* const* out) const {
-        if (panels_.empty()) {
+        if (data() == nullptr) {
             for (std::size_t l = 0; l < count; ++l)
                 linear_rows(x, rows, *layers_[first + l], out[l]);
             return;
@@ -141,7 +142,7 @@ public:
             const std::size_t r0 = begin * kRows, r1 = std::min(rows, end * kRows);
             LinearPanels to[4];
             for (std::size_t l = 0; l < count; ++l) {
-                to[l] = {panels_.data() + (first + l) * each_,
+                to[l] = {data() + (first + l) * each_,
                          layers_[first + l]->bias.data(), out[l] + r0 * E_};
             }
             packed_linear(x + r0 * E_, E_, r1 - r0, E_, to, count, E_, E_);
@@ -149,9 +150,11 @@ public:
     }
 
 private:
+    float* data() { return panels_.size() != 0 ? panels_.data() : nullptr; }
+    const float* data() const { return panels_.size() != 0 ? panels_.data() : nullptr; }
     const Linear* layers_[4];
     std::size_t E_, each_;
-    std::vector<float> panels_;  // the four packed weights, or empty: BLAS
+    Tensor1 panels_;  // the four packed weights, or empty: BLAS
 };
 
 // Scores, mask, softmax and weights x V for one head, a block of query rows
