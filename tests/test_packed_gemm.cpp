@@ -28,13 +28,28 @@ std::vector<float> random_floats(std::size_t n, mha::Rng& rng) {
     return v;
 }
 
+// Whether the packed kernels run on this processor; when not, says so (the
+// case then checks nothing: the forward does not use them here).
+bool kernels_run_here() {
+    if (mha::packed_products_available()) return true;
+    MESSAGE("no AVX2 + FMA here: the packed kernels are not used, nothing to test");
+    return false;
+}
+
+// How many floats of c, [m, n] with rows ldc apart and filled with guard
+// before the call, changed past column n or in the row after row m.
+std::size_t touched_outside(const std::vector<float>& c, std::size_t m, std::size_t n,
+                            std::size_t ldc, float guard) {
+    std::size_t touched = 0;
+    for (std::size_t i = 0; i <= m; ++i)
+        for (std::size_t j = i < m ? n : 0; j < ldc; ++j) touched += c[i * ldc + j] != guard;
+    return touched;
+}
+
 }  // namespace
 
 TEST_CASE("packed_gemm equals a product in double, at every edge of its blocking") {
-    if (!mha::packed_products_available()) {
-        MESSAGE("no AVX2 + FMA here: the packed kernels are not used, nothing to test");
-        return;
-    }
+    if (!kernels_run_here()) return;
     // m: whole 6-row tiles and every remainder; k: one step, one stretch of
     // 256, and more; n: whole 16-column panels and partial ones.
     mha::Rng rng(7);
@@ -72,11 +87,7 @@ TEST_CASE("packed_gemm equals a product in double, at every edge of its blocking
                     }
                     // float sums of k terms: each step rounds by <= 6e-8
                     CHECK(worst < 6e-8 * (k + 2));
-                    std::size_t touched = 0;  // past column n and row m: untouched
-                    for (std::size_t i = 0; i <= m; ++i)
-                        for (std::size_t j = i < m ? n : 0; j < ldc; ++j)
-                            touched += c[i * ldc + j] != guard;
-                    CHECK(touched == 0);
+                    CHECK(touched_outside(c, m, n, ldc, guard) == 0);
                 }
             }
         }
@@ -84,10 +95,7 @@ TEST_CASE("packed_gemm equals a product in double, at every edge of its blocking
 }
 
 TEST_CASE("packed_gemm: NaN and Inf in B reach C as in any product") {
-    if (!mha::packed_products_available()) {
-        MESSAGE("no AVX2 + FMA here: the packed kernels are not used, nothing to test");
-        return;
-    }
+    if (!kernels_run_here()) return;
     // A row of zero weights times a value row holding NaN is NaN (0 x NaN),
     // and 0 x Inf is NaN too: the forward's skipping of masked columns
     // relies on the products keeping this.
@@ -107,10 +115,7 @@ TEST_CASE("packed_gemm: NaN and Inf in B reach C as in any product") {
 }
 
 TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on the same rows") {
-    if (!mha::packed_products_available()) {
-        MESSAGE("no AVX2 + FMA here: the packed kernels are not used, nothing to test");
-        return;
-    }
+    if (!kernels_run_here()) return;
     // m: whole 6-row micro-panels, every remainder, one 48-row block and
     // more; k: short of and past the 8 terms packed at a time, one stretch
     // of 512 and more; n: whole 16-column panels and partial ones.
@@ -151,11 +156,7 @@ TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on 
                         }
                         // k float steps and the bias, each rounding by <= 6e-8
                         CHECK(worst < 6e-8 * (k + 3));
-                        std::size_t touched = 0;  // past column n and row m: untouched
-                        for (std::size_t i = 0; i <= m; ++i)
-                            for (std::size_t j = i < m ? n : 0; j < ldc; ++j)
-                                touched += c[l][i * ldc + j] != guard;
-                        CHECK(touched == 0);
+                        CHECK(touched_outside(c[l], m, n, ldc, guard) == 0);
                     }
                 }
             }
@@ -164,10 +165,7 @@ TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on 
 }
 
 TEST_CASE("packed_linear: a row's result does not depend on the rows around it") {
-    if (!mha::packed_products_available()) {
-        MESSAGE("no AVX2 + FMA here: the packed kernels are not used, nothing to test");
-        return;
-    }
+    if (!kernels_run_here()) return;
     // The forward hands blocks of rows to the workers: rows in a packed
     // micro-panel and rows read in place must give the same bits.
     mha::Rng rng(12);
