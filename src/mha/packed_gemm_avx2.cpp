@@ -28,6 +28,14 @@ template <int MR, bool PackedA = false>
 void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
           float* c, std::size_t ldc, std::size_t ncols, float alpha, bool add,
           const float* bias = nullptr) {
+    // The tile's rows of C, asked for now and needed only after kc steps:
+    // when C is not in cache (a linear layer's output), its lines arrive
+    // during the sum instead of stalling the stores at the end. The forward
+    // took 0.98-0.99x the time without (T = 64 and 256, paired runs).
+    for (int r = 0; r < MR; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + ncols - 1), _MM_HINT_T0);
+    }
     // Every loop over r is unrolled, so that acc lives in registers only
     // (a loop left rolled makes GCC 12 keep acc in memory, storing it on
     // every step: 30 instead of 88 GFLOP/s on one core here).
