@@ -48,6 +48,39 @@ std::size_t touched_outside(const std::vector<float>& c, std::size_t m, std::siz
 
 }  // namespace
 
+TEST_CASE("pack_panels puts every element of B where the kernels read it, zeros past n") {
+    if (!kernels_run_here()) return;
+    // Panel p, row t, lane j holds B[t][16 p + j], or 0 past column n.
+    // k: under one 8-term step, whole steps and a tail; n: a partial panel,
+    // whole panels, and both. Every float is copied, so they must be equal.
+    mha::Rng rng(11);
+    for (std::size_t k : {1, 7, 8, 16, 21, 64}) {
+        for (std::size_t n : {1, 9, 16, 32, 37}) {
+            for (bool trans : {false, true}) {
+                CAPTURE(k); CAPTURE(n); CAPTURE(trans);
+                const std::size_t ld = (trans ? k : n) + 3;
+                const std::vector<float> src = random_floats((trans ? n : k) * ld, rng);
+                std::vector<float> packed(mha::packed_floats(k, n) + 1, -1.0f);
+                mha::pack_panels(src.data(), ld, trans, k, n, packed.data());
+                std::size_t wrong = 0;
+                for (std::size_t p = 0; p * mha::kPanelWidth < n; ++p) {
+                    for (std::size_t t = 0; t < k; ++t) {
+                        for (std::size_t j = 0; j < mha::kPanelWidth; ++j) {
+                            const std::size_t col = p * mha::kPanelWidth + j;
+                            const float want = col >= n ? 0.0f
+                                               : trans ? src[col * ld + t]
+                                                       : src[t * ld + col];
+                            wrong += packed[(p * k + t) * mha::kPanelWidth + j] != want;
+                        }
+                    }
+                }
+                CHECK(wrong == 0);
+                CHECK(packed.back() == -1.0f);  // nothing past packed_floats(k, n)
+            }
+        }
+    }
+}
+
 TEST_CASE("packed_gemm equals a product in double, at every edge of its blocking") {
     if (!kernels_run_here()) return;
     // m: whole 6-row tiles and every remainder; k: one step, one stretch of

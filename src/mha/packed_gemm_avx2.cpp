@@ -94,37 +94,40 @@ void row_tiles(const float* a, std::size_t lda, const float* packed,
                  std::min(kPanelWidth, n - j0), alpha, add);
 }
 
-// Six rows of A, terms t0 .. t0+kc-1, into a micro-panel: the six rows'
-// term t are the six floats at 6 t. Eight terms at a time, as an 8 x 8
-// transpose whose last two rows are zero; each store of 8 floats runs 2
-// past its 6, and the next store (or the buffer's spare 8 floats at the
-// end) takes them.
+// Eight vectors of 8 floats, as the rows of an 8 x 8 block, transposed in
+// registers: r[i] becomes what was column i. Pairs of rows interleaved,
+// then quads, then the 128-bit halves swapped across.
+[[gnu::always_inline]] inline void transpose8(__m256 r[8]) {
+    const __m256 p0 = _mm256_unpacklo_ps(r[0], r[1]), p1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 p2 = _mm256_unpacklo_ps(r[2], r[3]), p3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 p4 = _mm256_unpacklo_ps(r[4], r[5]), p5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 p6 = _mm256_unpacklo_ps(r[6], r[7]), p7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 q0 = _mm256_shuffle_ps(p0, p2, 0x44), q1 = _mm256_shuffle_ps(p0, p2, 0xEE);
+    const __m256 q2 = _mm256_shuffle_ps(p1, p3, 0x44), q3 = _mm256_shuffle_ps(p1, p3, 0xEE);
+    const __m256 q4 = _mm256_shuffle_ps(p4, p6, 0x44), q5 = _mm256_shuffle_ps(p4, p6, 0xEE);
+    const __m256 q6 = _mm256_shuffle_ps(p5, p7, 0x44), q7 = _mm256_shuffle_ps(p5, p7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(q0, q4, 0x20);
+    r[1] = _mm256_permute2f128_ps(q1, q5, 0x20);
+    r[2] = _mm256_permute2f128_ps(q2, q6, 0x20);
+    r[3] = _mm256_permute2f128_ps(q3, q7, 0x20);
+    r[4] = _mm256_permute2f128_ps(q0, q4, 0x31);
+    r[5] = _mm256_permute2f128_ps(q1, q5, 0x31);
+    r[6] = _mm256_permute2f128_ps(q2, q6, 0x31);
+    r[7] = _mm256_permute2f128_ps(q3, q7, 0x31);
+}
+
+// Six rows of A, terms 0 .. kc-1, into a micro-panel: the six rows' term t
+// are the six floats at 6 t. Eight terms at a time, as an 8 x 8 transpose
+// whose last two rows are zero; each store of 8 floats runs 2 past its 6,
+// and the next store (or the buffer's spare 8 floats at the end) takes them.
 void pack_six_rows(const float* a, std::size_t lda, std::size_t kc, float* d) {
     std::size_t t = 0;
-    const __m256 zero = _mm256_setzero_ps();
     for (; t + 8 <= kc; t += 8) {
-        const __m256 r0 = _mm256_loadu_ps(a + t), r1 = _mm256_loadu_ps(a + lda + t);
-        const __m256 r2 = _mm256_loadu_ps(a + 2 * lda + t);
-        const __m256 r3 = _mm256_loadu_ps(a + 3 * lda + t);
-        const __m256 r4 = _mm256_loadu_ps(a + 4 * lda + t);
-        const __m256 r5 = _mm256_loadu_ps(a + 5 * lda + t);
-        // pairs of rows interleaved, then quads, then the 128-bit halves
-        const __m256 p0 = _mm256_unpacklo_ps(r0, r1), p1 = _mm256_unpackhi_ps(r0, r1);
-        const __m256 p2 = _mm256_unpacklo_ps(r2, r3), p3 = _mm256_unpackhi_ps(r2, r3);
-        const __m256 p4 = _mm256_unpacklo_ps(r4, r5), p5 = _mm256_unpackhi_ps(r4, r5);
-        const __m256 q0 = _mm256_shuffle_ps(p0, p2, 0x44), q1 = _mm256_shuffle_ps(p0, p2, 0xEE);
-        const __m256 q2 = _mm256_shuffle_ps(p1, p3, 0x44), q3 = _mm256_shuffle_ps(p1, p3, 0xEE);
-        const __m256 q4 = _mm256_shuffle_ps(p4, zero, 0x44), q5 = _mm256_shuffle_ps(p4, zero, 0xEE);
-        const __m256 q6 = _mm256_shuffle_ps(p5, zero, 0x44), q7 = _mm256_shuffle_ps(p5, zero, 0xEE);
-        float* o = d + t * 6;
-        _mm256_storeu_ps(o + 0, _mm256_permute2f128_ps(q0, q4, 0x20));
-        _mm256_storeu_ps(o + 6, _mm256_permute2f128_ps(q1, q5, 0x20));
-        _mm256_storeu_ps(o + 12, _mm256_permute2f128_ps(q2, q6, 0x20));
-        _mm256_storeu_ps(o + 18, _mm256_permute2f128_ps(q3, q7, 0x20));
-        _mm256_storeu_ps(o + 24, _mm256_permute2f128_ps(q0, q4, 0x31));
-        _mm256_storeu_ps(o + 30, _mm256_permute2f128_ps(q1, q5, 0x31));
-        _mm256_storeu_ps(o + 36, _mm256_permute2f128_ps(q2, q6, 0x31));
-        _mm256_storeu_ps(o + 42, _mm256_permute2f128_ps(q3, q7, 0x31));
+        __m256 r[8];
+        for (std::size_t i = 0; i < 6; ++i) r[i] = _mm256_loadu_ps(a + i * lda + t);
+        r[6] = r[7] = _mm256_setzero_ps();
+        transpose8(r);
+        for (std::size_t i = 0; i < 8; ++i) _mm256_storeu_ps(d + (t + i) * 6, r[i]);
     }
     for (; t < kc; ++t)
         for (std::size_t r = 0; r < 6; ++r) d[t * 6 + r] = a[r * lda + t];
@@ -152,23 +155,40 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
             for (std::size_t j0 = 0; j0 < n; j0 += kPanelWidth) {
                 float* d = dst + j0 * k + t * kPanelWidth;
                 const std::size_t width = std::min(kPanelWidth, n - j0);
-                std::copy(s + j0, s + j0 + width, d);
-                std::fill(d + width, d + kPanelWidth, 0.0f);
+                if (width == kPanelWidth) {  // two vectors, no call to memmove
+                    _mm256_storeu_ps(d, _mm256_loadu_ps(s + j0));
+                    _mm256_storeu_ps(d + 8, _mm256_loadu_ps(s + j0 + 8));
+                } else {
+                    std::copy(s + j0, s + j0 + width, d);
+                    std::fill(d + width, d + kPanelWidth, 0.0f);
+                }
             }
         }
         return;
     }
-    // B = src^T: column j of B is row j of src, read along its length.
+    // B = src^T: column j of B is row j of src. A whole panel's 16 rows of
+    // src go 8 terms at a time through two 8 x 8 transposes (its columns
+    // 0-7 and 8-15); the last terms, and a partial last panel, one by one.
     for (std::size_t j0 = 0; j0 < n; j0 += kPanelWidth) {
         float* panel = dst + j0 * k;
+        const float* s = src + j0 * ld;
         const std::size_t width = std::min(kPanelWidth, n - j0);
-        for (std::size_t j = 0; j < kPanelWidth; ++j) {
-            if (j < width) {
-                const float* s = src + (j0 + j) * ld;
-                for (std::size_t t = 0; t < k; ++t) panel[t * kPanelWidth + j] = s[t];
-            } else {  // padding past column n
-                for (std::size_t t = 0; t < k; ++t) panel[t * kPanelWidth + j] = 0.0f;
+        std::size_t t = 0;
+        if (width == kPanelWidth) {
+            for (; t + 8 <= k; t += 8) {
+                for (std::size_t half = 0; half < kPanelWidth; half += 8) {
+                    __m256 r[8];
+                    for (std::size_t i = 0; i < 8; ++i)
+                        r[i] = _mm256_loadu_ps(s + (half + i) * ld + t);
+                    transpose8(r);
+                    for (std::size_t i = 0; i < 8; ++i)
+                        _mm256_storeu_ps(panel + (t + i) * kPanelWidth + half, r[i]);
+                }
             }
+        }
+        for (; t < k; ++t) {
+            for (std::size_t j = 0; j < kPanelWidth; ++j)  // zeros past column n
+                panel[t * kPanelWidth + j] = j < width ? s[j * ld + t] : 0.0f;
         }
     }
 }
