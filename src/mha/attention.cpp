@@ -421,10 +421,15 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
                 project.run(key.data() + b0 * Tk * E, n * Tk, 1, 1, qkv + 1);
                 project.run(value.data() + b0 * Tk * E, n * Tk, 2, 1, qkv + 2);
             }
-            // 2)-4) every (sequence, head) pair of the chunk, independently
-            parallel_for(n * H, [&](std::size_t begin, std::size_t end) {
+            // 2)-4) every (sequence, head) pair of the chunk, independently.
+            //    With one chunk at a time on every core (long sequences),
+            //    each core takes the next pair nobody has taken, as with the
+            //    chunks (0.98-0.986x the time of half the heads each at
+            //    T = 2048, paired, causal and unmasked).
+            std::atomic<std::size_t> next_pair{0};
+            parallel_for(std::min(n * H, worker_count()), [&](std::size_t, std::size_t) {
                 std::vector<float> panels(packed ? panel_floats(Tk, D) : 0);
-                for (std::size_t bh = begin; bh < end; ++bh) {
+                for (std::size_t bh; (bh = next_pair++) < n * H;) {
                     const std::size_t b = bh / H, h = bh % H;
                     Head head{q + b * Tq * E + h * D,  // [Tq, D], ld E
                               k + b * Tk * E + h * D,  // [Tk, D], ld E
