@@ -381,7 +381,7 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
     const std::size_t per_chunk = std::max<std::size_t>(1, kChunkRows / std::max(Tq, Tk));
     // Enough chunks: every worker takes chunks, each chunk on one core.
     // Few chunks (long sequences): one chunk after another, each using every
-    // core inside (gemm() splits rows, parallel_for splits the heads).
+    // core inside (its layers' rows split, its heads taken one at a time).
     const std::size_t workers =
         (B + per_chunk - 1) / per_chunk >= 4 * worker_count() ? worker_count() : 1;
     const std::vector<std::size_t> starts = chunk_starts(B, per_chunk, workers);
