@@ -82,6 +82,21 @@ void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
     }
 }
 
+// tile<MR> for the 1-5 rows of A left under the whole 6-row tiles, read in
+// place: MR is known only at run time here.
+void rest_tile(std::size_t rows, const float* a, std::size_t lda, const float* panel,
+               std::size_t kc, float* c, std::size_t ldc, std::size_t ncols, float alpha,
+               bool add, const float* bias = nullptr) {
+    switch (rows) {
+        case 5: tile<5>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
+        case 4: tile<4>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
+        case 3: tile<3>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
+        case 2: tile<2>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
+        case 1: tile<1>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
+        default: break;
+    }
+}
+
 // MR rows of C, panel after panel: C is written along its rows, a few
 // streams at a time (panel-major order would start a new cache line in
 // every row of C at once, which the prefetcher cannot follow).
@@ -204,16 +219,10 @@ void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
         for (; i + 6 <= m; i += 6)
             row_tiles<6>(a + i * lda + t0, lda, b, packed_k, kc, n, c + i * ldc, ldc,
                          alpha, add);
-        const float* ar = a + i * lda + t0;
-        float* cr = c + i * ldc;
-        switch (m - i) {
-            case 5: row_tiles<5>(ar, lda, b, packed_k, kc, n, cr, ldc, alpha, add); break;
-            case 4: row_tiles<4>(ar, lda, b, packed_k, kc, n, cr, ldc, alpha, add); break;
-            case 3: row_tiles<3>(ar, lda, b, packed_k, kc, n, cr, ldc, alpha, add); break;
-            case 2: row_tiles<2>(ar, lda, b, packed_k, kc, n, cr, ldc, alpha, add); break;
-            case 1: row_tiles<1>(ar, lda, b, packed_k, kc, n, cr, ldc, alpha, add); break;
-            default: break;
-        }
+        if (i == m) continue;
+        for (std::size_t j0 = 0; j0 < n; j0 += kPanelWidth)
+            rest_tile(m - i, a + i * lda + t0, lda, b + j0 * packed_k, kc,
+                      c + i * ldc + j0, ldc, std::min(kPanelWidth, n - j0), alpha, add);
     }
 }
 
@@ -240,16 +249,8 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
                     for (std::size_t i = 0; i < full; i += 6)
                         tile<6, true>(block.data() + i * kc, 0, panel, kc, ci + i * ldc + j0,
                                       ldc, ncols, 1.0f, add, bias);
-                    const float* ar = ai + full * lda;
-                    float* cr = ci + full * ldc + j0;
-                    switch (rows - full) {
-                        case 5: tile<5>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
-                        case 4: tile<4>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
-                        case 3: tile<3>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
-                        case 2: tile<2>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
-                        case 1: tile<1>(ar, lda, panel, kc, cr, ldc, ncols, 1.0f, add, bias); break;
-                        default: break;
-                    }
+                    rest_tile(rows - full, ai + full * lda, lda, panel, kc,
+                              ci + full * ldc + j0, ldc, ncols, 1.0f, add, bias);
                 }
             }
         }
