@@ -72,6 +72,42 @@ TEST_CASE("softmax: a NaN score gives NaN weights in its row only") {
                     std::invalid_argument);
 }
 
+TEST_CASE("exp_nonpositive: 1e-7 relative down to -87.3, exactly 0 from -87.7 down") {
+    // The kernel's own e^x (the 4-lane build), four values per call.
+    auto exp4 = [](float a, float b, float c, float d) {
+        return mha::exp_nonpositive(mha::F{a, b, c, d});
+    };
+    double worst = 0;
+    mha::Rng rng(3);
+    for (int i = 0; i < 200000; ++i) {
+        // Evenly down to -87.3, and as many again in [-3, 0], where the
+        // weights that matter are.
+        const float x[4] = {-87.3f * float(i) / 200000, rng.uniform(-3.0f, 0.0f),
+                            -87.3f * (float(i) + 0.5f) / 200000, -rng.uniform(0.0f, 1e-3f)};
+        const mha::F y = exp4(x[0], x[1], x[2], x[3]);
+        for (int l = 0; l < 4; ++l) {
+            const double want = std::exp(double(x[l]));
+            const double rel = std::abs(y[l] - want) / want;
+            if (!(rel <= worst)) worst = rel;  // a NaN sticks
+        }
+    }
+    CHECK(worst < 1e-7);
+    // Subnormal results, just above where they flush to 0: still right, to
+    // a few units of the smallest subnormal (1.4e-45).
+    for (float x = -87.65f; x < -87.3f; x += 0.01f) {
+        CAPTURE(x);
+        CHECK(std::abs(exp4(x, x, x, x)[0] - std::exp(double(x))) < 5e-45);
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    const mha::F zeros = exp4(-87.7f, -88.0f, -1e30f, -inf);
+    for (int l = 0; l < 4; ++l) CHECK(zeros[l] == 0.0f);
+    const mha::F edges = exp4(0.0f, -0.0f, NAN, -1e-30f);
+    CHECK(edges[0] == 1.0f);
+    CHECK(edges[1] == 1.0f);
+    CHECK(std::isnan(edges[2]));
+    CHECK(edges[3] == 1.0f);
+}
+
 TEST_CASE("softmax_row: both kernel builds against exp() in double, long rows") {
     // Rows long enough to use the vector loops (8 or 16 at a time) and their
     // leftovers; scores in [-30, 10], some -inf (masked). Tolerance: each

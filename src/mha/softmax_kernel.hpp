@@ -20,7 +20,7 @@ namespace {
 
 constexpr int W = MHA_LANES;
 typedef float F __attribute__((vector_size(W * sizeof(float))));
-typedef std::int32_t I __attribute__((vector_size(W * sizeof(float))));
+typedef std::uint32_t U __attribute__((vector_size(W * sizeof(float))));
 
 inline F splat(float x) { return F{} + x; }
 inline F load(const float* p) {
@@ -31,37 +31,52 @@ inline F load(const float* p) {
 inline void store(float* p, F v) { std::memcpy(p, &v, sizeof v); }
 
 // e^x for x <= 0, which is all the softmax needs after subtracting the
-// max, in W lanes at once. Split x = k ln2 + r with |r| <= ln2 / 2; then
-// e^x = 2^k e^r, with e^r from its Taylor series up to r^7 (truncation
-// error under 2e-8, below float's 6e-8). ln2 is split in two (Cody-Waite)
-// so that k ln2 is exact enough. Below -87, e^x is under float's
-// smallest normal number: it is 0 here, and so is e^-inf, which keeps
-// masked keys at exactly 0. NaN stays NaN.
+// max, in W lanes at once. Split x = k ln2 + r with k a whole number and
+// |r| <= ln2 / 2; then e^x = 2^k e^r. ln2 is split in two (Cody-Waite) so
+// that k ln2 is exact enough. e^r comes from a degree-6 polynomial fitted
+// for the smallest worst relative error on that range (scripts/fit_exp.py:
+// 4e-9, far below float's 6e-8; the degree-7 Taylor series it replaced
+// was 7e-9 and one multiply-add longer). Whole, e^x is within 1e-7
+// relative down to -87.3 (tests/test_softmax.cpp).
+//
+// No branch and one select, since this runs once per score:
+// - Rounding: adding 1.5 * 2^23 pushes the fraction out of a float, so
+//   the sum is rounded to a whole number, and its low mantissa bits hold
+//   it. The shifter carries + 127 too, so those bits are k + 127: the
+//   exponent field of 2^k, ready to be shifted into place.
+// - Underflow: x is clamped at -88 (a max, which lets NaN through). From
+//   -87.7 down, k = -127, the exponent field is 0 and 2^k is exactly 0, so
+//   e^x is exactly 0 there (its true value is under 1e-38) and for e^-inf,
+//   which keeps masked keys at exactly 0. Just above, down to -87.3, the
+//   result is a subnormal number, and right.
+// - NaN stays NaN: r is NaN, whatever bits 2^k gets.
 inline F exp_nonpositive(F x) {
-    const F xc = x >= -87.0f ? x : splat(-87.0f);  // NaN too: k in range
-    const I k = __builtin_convertvector(xc * 1.44269504f - 0.5f, I);  // round
-    const F kf = __builtin_convertvector(k, F);
-    const F r = (xc - kf * 0.693359375f) + kf * 2.12194440e-4f;
-    F p = r * (1.0f / 5040) + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    const I bits = (k + 127) << 23;  // 2^k, as float bits; k >= -126
+    const F lo = splat(-88.0f);
+    const F xc = lo > x ? lo : x;
+    const F shifter = splat(12582912.0f + 127.0f);  // 1.5 * 2^23 + 127
+    const F k_bits = xc * 1.44269504f + shifter;    // x / ln2, rounded
+    const F k = k_bits - shifter;
+    const F r = (xc - k * 0.693359375f) + k * 2.12194440e-4f;
+    // 1 + r + r^2 (c2 + c3 r + c4 r^2 + c5 r^3 + c6 r^4), in pairs
+    // (Estrin), so that each vector waits on a shorter chain than Horner's.
+    const F r2 = r * r;
+    const F c23 = r * 0.16666521f + 0.49999994f;
+    const F c45 = r * 0.00836871f + 0.04166839f;
+    const F q = (r2 * 0.00138146f + c45) * r2 + c23;
+    const F p = (q * r2 + r) + 1.0f;  // adds the 1 last: one rounding
+    U bits;
+    std::memcpy(&bits, &k_bits, sizeof bits);
+    bits <<= 23;  // k + 127 into the exponent field; the rest falls off
     F two_k;
     std::memcpy(&two_k, &bits, sizeof two_k);
-    const F y = x < -87.0f ? F{} : p * two_k;
-    return x == x ? y : x;  // NaN in, NaN out
+    return p * two_k;
 }
 
-// Two vectors per step, so that two independent chains keep the core busy.
 void softmax_row_kernel(float* row, std::size_t n) {
-    constexpr std::size_t step = 2 * W;
+    // The max, two vectors per step: two independent chains of compares.
     std::size_t j = 0;
     F m0 = splat(-INFINITY), m1 = m0;
-    for (; j + step <= n; j += step) {
+    for (; j + 2 * W <= n; j += 2 * W) {
         const F a = load(row + j), b = load(row + j + W);
         m0 = m0 > a ? m0 : a;
         m1 = m1 > b ? m1 : b;
@@ -82,21 +97,21 @@ void softmax_row_kernel(float* row, std::size_t n) {
     }
     // Subtracting the max changes nothing mathematically; it keeps exp()
     // from overflowing (exp(89) is already inf in float).
-    F s0 = F{}, s1 = F{};
-    for (j = 0; j + step <= n; j += step) {
-        const F a = exp_nonpositive(load(row + j) - max);
-        const F b = exp_nonpositive(load(row + j + W) - max);
-        store(row + j, a);
-        store(row + j + W, b);
-        s0 += a;
-        s1 += b;
+    // One vector per step: the exp's own work keeps the core busy, and the
+    // constants and the sum then all fit in registers (with two vectors
+    // per step, the sums went to the stack and each step waited on them).
+    F s = F{};
+    for (j = 0; j + W <= n; j += W) {
+        const F e = exp_nonpositive(load(row + j) - max);
+        store(row + j, e);
+        s += e;
     }
     float sum = 0.0f;
     for (; j < n; ++j) {  // the last few, one lane used
         row[j] = exp_nonpositive(splat(row[j] - max))[0];
         sum += row[j];
     }
-    for (int l = 0; l < W; ++l) sum += s0[l] + s1[l];
+    for (int l = 0; l < W; ++l) sum += s[l];
     const float inv = 1.0f / sum;
     for (j = 0; j < n; ++j) row[j] *= inv;
 }
