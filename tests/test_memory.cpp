@@ -2,7 +2,9 @@
 // and gives them back for the same size, within its limit.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mha/init.hpp"
@@ -49,6 +51,26 @@ TEST_CASE("memory: a freed large block comes back for the same size only") {
     CHECK(mha::kept_bytes() == 6 * kMiB);
     mha::release_kept_blocks();
     CHECK(mha::kept_bytes() == 0);
+}
+
+TEST_CASE("memory: every block starts on a cache line, fresh or kept") {
+    const Limit limit(64 * kMiB);
+    auto line_offset = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64; };
+    std::vector<std::pair<void*, std::size_t>> blocks;
+    // Small ones from the heap's bins, large ones from their own pages.
+    for (std::size_t bytes : {std::size_t{4}, std::size_t{100}, std::size_t{4100},
+                              std::size_t{200000}, kMiB, 3 * kMiB + 4}) {
+        CAPTURE(bytes);
+        void* p = mha::reuse_allocate(bytes);
+        CHECK(line_offset(p) == 0);
+        blocks.emplace_back(p, bytes);
+    }
+    for (const auto& b : blocks) mha::reuse_deallocate(b.first, b.second);
+    void* kept = mha::reuse_allocate(3 * kMiB + 4);  // comes back from the list
+    CHECK(line_offset(kept) == 0);
+    mha::reuse_deallocate(kept, 3 * kMiB + 4);
+    const mha::Tensor3 t = mha::Tensor3::from_shape({2, 3, 5});  // odd sizes
+    CHECK(line_offset(t.data()) == 0);
 }
 
 TEST_CASE("memory: small blocks are not kept, and the oldest go past the limit") {

@@ -394,7 +394,9 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
     // 256 and 512 (ten pairings, median 0.97x).
     std::atomic<std::size_t> next_chunk{0};
     auto run = [&](std::size_t, std::size_t) {
-        std::vector<float> scratch;  // one per worker, reused chunk to chunk
+        // One per worker, reused chunk to chunk; from the core's allocator,
+        // so that it starts on a cache line.
+        std::vector<float, ReuseAllocator<float>> scratch;
         for (std::size_t c; (c = next_chunk++) < chunks;) {
             const std::size_t b0 = starts[c], n = starts[c + 1] - b0;
             float *q, *k, *v, *ctx;  // [n*Tq, E], [n*Tk, E], [n*Tk, E], [n*Tq, E]
@@ -428,7 +430,7 @@ void MultiHeadAttention::compute(ForwardTrace& t, const Tensor3& query,
             //    T = 2048, paired, causal and unmasked).
             std::atomic<std::size_t> next_pair{0};
             parallel_for(std::min(n * H, worker_count()), [&](std::size_t, std::size_t) {
-                std::vector<float> panels(packed ? panel_floats(Tk, D) : 0);
+                std::vector<float, ReuseAllocator<float>> panels(packed ? panel_floats(Tk, D) : 0);
                 for (std::size_t bh; (bh = next_pair++) < n * H;) {
                     const std::size_t b = bh / H, h = bh % H;
                     Head head{q + b * Tq * E + h * D,  // [Tq, D], ld E

@@ -12,6 +12,7 @@ namespace mha {
 
 /// A block of @p bytes: a kept block of exactly that size when there is one
 /// (for blocks of 1 MiB and more), else fresh memory from `operator new`.
+/// Either way it starts on a 64-byte boundary (a cache line).
 /// @param bytes the size wanted
 /// @return the block; throws std::bad_alloc when there is no memory
 void* reuse_allocate(std::size_t bytes);

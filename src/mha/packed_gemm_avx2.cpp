@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "mha/memory.hpp"
+
 namespace mha {
 
 namespace {
@@ -229,7 +231,8 @@ void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
 void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                    const LinearPanels* layers, std::size_t count, std::size_t n,
                    std::size_t ldc) {
-    thread_local std::vector<float> block;  // each thread's, kept from call to call
+    // Each thread's, kept from call to call, on a cache line.
+    thread_local std::vector<float, ReuseAllocator<float>> block;
     block.resize(kLinearRows * kLinearDepth + 8);  // + the stores' overrun
     for (std::size_t i0 = 0; i0 < m; i0 += kLinearRows) {
         const std::size_t rows = std::min(kLinearRows, m - i0);
