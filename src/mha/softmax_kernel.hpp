@@ -41,7 +41,9 @@ inline float fold(F v, Op op) {
         for (int l = 0; l < w; ++l) a[l] = op(a[l], a[l + w]);
     return a[0];
 }
-inline float max2(float a, float b) { return a > b ? a : b; }
+// The larger of a and b, lane by lane for vectors; b when either is NaN.
+template <class T>
+inline T max2(T a, T b) { return a > b ? a : b; }
 
 // e^x for x <= 0, which is all the softmax needs after subtracting the
 // max, in W lanes at once. Split x = k ln2 + r with k a whole number and
@@ -64,8 +66,7 @@ inline float max2(float a, float b) { return a > b ? a : b; }
 //   result is a subnormal number, and right.
 // - NaN stays NaN: r is NaN, whatever bits 2^k gets.
 inline F exp_nonpositive(F x) {
-    const F lo = splat(-88.0f);
-    const F xc = lo > x ? lo : x;
+    const F xc = max2(splat(-88.0f), x);  // a NaN x passes through
     const F shifter = splat(12582912.0f + 127.0f);  // 1.5 * 2^23 + 127
     const F k_bits = xc * 1.44269504f + shifter;    // x / ln2, rounded
     const F k = k_bits - shifter;
@@ -91,11 +92,11 @@ void softmax_row_kernel(float* row, std::size_t n) {
     F m0 = splat(-INFINITY), m1 = m0;
     for (; j + 2 * W <= n; j += 2 * W) {
         const F a = load(row + j), b = load(row + j + W);
-        m0 = m0 > a ? m0 : a;
-        m1 = m1 > b ? m1 : b;
+        m0 = max2(m0, a);
+        m1 = max2(m1, b);
     }
     // May miss a NaN: then exp() below finds it.
-    float max = fold(m0 > m1 ? m0 : m1, max2);
+    float max = fold(max2(m0, m1), max2<float>);
     for (; j < n; ++j) max = max2(max, row[j]);
     if (max == -INFINITY) {
         // Every key masked: attend to nothing. Unless a NaN hid from the
