@@ -37,9 +37,6 @@
 #include <exception>
 #include <fstream>
 #include <functional>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <new>
 #include <string>
 #include <vector>
@@ -48,10 +45,10 @@
 
 #include "mha/attend.hpp"
 #include "mha/attention.hpp"
-#include "mha/gemm.hpp"
+#include "mha/fast/blas.hpp"
 #include "mha/heads.hpp"
-#include "mha/memory.hpp"
-#include "mha/packed_gemm.hpp"
+#include "mha/fast/memory.hpp"
+#include "mha/fast/packed_gemm.hpp"
 #include "mha/reference.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
@@ -125,7 +122,7 @@ struct Sgemm {
     std::vector<float> c = std::vector<float>(n * n);
     double gflops(int runs) {
         const double s = median_seconds([&] {
-            mha::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false,
+            mha::fast::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false,
                       c.data(), n);
         }, runs);
         return 2.0 * n * n * n / s / 1e9;
@@ -136,10 +133,10 @@ struct Sgemm {
 // in BLAS instead of the packed kernels (mha/packed_gemm.hpp), then puts
 // the setting back.
 void with_blas(const std::function<void()>& f) {
-    const bool was = mha::packed_products_on();
-    mha::set_packed_products(false);
+    const bool was = mha::fast::packed_products_on();
+    mha::fast::set_packed_products(false);
     f();
-    mha::set_packed_products(was);
+    mha::fast::set_packed_products(was);
 }
 
 void row(const char* what, double seconds, double flops, double peak) {
@@ -216,12 +213,9 @@ int main(int argc, char** argv) {
             peak = std::max(peak, again);
         }
         const double flops = forward_flops(B, T, E);
-        // Hand back the blocks the stage timings left for reuse, so that the
+        // Hand back the memory the stage timings left for reuse, so that the
         // figure below is the forward's own (with the input and the weights).
-        mha::release_kept_blocks();
-#if defined(__GLIBC__)
-        malloc_trim(0);  // and glibc hands back what it kept
-#endif
+        mha::fast::release_kept_memory();
         reset_peak_rss();
         row("forward()", median_seconds([&] { m.forward(x, x, x, &causal); }), flops, peak);
         std::printf("  peak resident memory of the process during forward(): %.0f MB\n",
@@ -247,7 +241,7 @@ int main(int argc, char** argv) {
         // the same turns, and again with every product in BLAS instead of
         // the packed kernels (mha/packed_gemm.hpp), when those
         // are on (this processor has them, and MHA_PACKED is not 0).
-        const bool packed = mha::packed_products_on();
+        const bool packed = mha::fast::packed_products_on();
         std::vector<double> fwd_s, peaks, ratios, reuse_s, reuse_ratios, blas_s, blas_ratios;
         {
             Sgemm g;
@@ -294,7 +288,7 @@ int main(int argc, char** argv) {
             // again for every block of 64 queries. The last column
             // times the output and [B, H, T, T] weights in fresh memory
             // (537 MB at T = 2048): what forward() would pay each call if the
-            // core's allocator did not keep freed blocks (mha/memory.hpp).
+            // engine did not keep freed memory (mha/fast/memory.hpp).
             std::printf("\nT from 64 to 2048, B*T = 8192: time against the FLOPs formula\n"
                         "(each column: median seconds of 5, then its growth from T = 64, "
                         "timed in turns, over the FLOPs' growth)\n");

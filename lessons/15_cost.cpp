@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "mha/attention.hpp"
-#include "mha/gemm.hpp"
+#include "mha/fast/blas.hpp"
 #include "mha/heads.hpp"
 #include "support/lesson.hpp"
 
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
             const double t_view = seconds([&] {
                 for (std::size_t b = 0; b < bb; ++b)
                     for (std::size_t h = 0; h < H; ++h)
-                        mha::gemm({q.data() + b * tt * E + h * D, tt, D, E}, false,
+                        mha::fast::gemm({q.data() + b * tt * E + h * D, tt, D, E}, false,
                                   {k.data() + b * tt * E + h * D, tt, D, E}, true,
                                   &s_view(b, h, 0, 0), tt);
             });
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
                 const mha::Tensor4 qh = mha::split_heads(q, H), kh = mha::split_heads(k, H);
                 for (std::size_t b = 0; b < bb; ++b)
                     for (std::size_t h = 0; h < H; ++h)
-                        mha::gemm({&qh(b, h, 0, 0), tt, D, D}, false,
+                        mha::fast::gemm({&qh(b, h, 0, 0), tt, D, D}, false,
                                   {&kh(b, h, 0, 0), tt, D, D}, true, &s_copy(b, h, 0, 0), tt);
             });
             same = same && mha::max_abs_diff(s_view, s_copy) == 0.0;

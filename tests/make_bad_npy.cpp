@@ -10,7 +10,7 @@
 #include <xtensor/xnpy.hpp>
 
 #include "mha/init.hpp"
-#include "mha/npy.hpp"
+#include "mha/io/npy.hpp"
 
 namespace {
 

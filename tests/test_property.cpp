@@ -21,7 +21,8 @@ std::size_t pick(std::mt19937& g, std::size_t lo, std::size_t hi) {
 
 }  // namespace
 
-TEST_CASE("property: 300 random configurations match the oracle") {
+TEST_CASE("property: 300 random configurations match the oracle" *
+          doctest::test_suite("oracle")) {
     std::mt19937 g(20261130);
     int fully_masked_rows = 0, with_bias = 0, masked = 0;
     for (int c = 0; c < 300; ++c) {
@@ -72,7 +73,8 @@ TEST_CASE("property: 300 random configurations match the oracle") {
     CHECK(fully_masked_rows > 10);
 }
 
-TEST_CASE("NaN and Inf inputs: what they reach, and what they do not") {
+TEST_CASE("NaN and Inf inputs: what they reach, and what they do not" *
+          doctest::test_suite("oracle")) {
     // Documented behaviour (no error is raised): a NaN or Inf in a key or
     // value makes every output of its sequence NaN, even under a causal mask,
     // because a masked key still enters the weighted sum as 0 x NaN = NaN
@@ -117,7 +119,8 @@ TEST_CASE("NaN and Inf inputs: what they reach, and what they do not") {
     CHECK(nan_rows(long_out, 1) == 0);
 }
 
-TEST_CASE("B = 1 and T = 1 work, and match the oracle") {
+TEST_CASE("B = 1 and T = 1 work, and match the oracle" *
+          doctest::test_suite("oracle")) {
     mha::Rng rng(81);
     const mha::MultiHeadAttention m(6, 3, mha::Init::xavier(81));
     const mha::Tensor3 x = mha::randn(1, 1, 6, rng);

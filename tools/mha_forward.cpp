@@ -24,8 +24,8 @@
 #include <string>
 
 #include "mha/attention.hpp"
-#include "mha/npy.hpp"
-#include "mha/torch_io.hpp"
+#include "mha/io/npy.hpp"
+#include "mha/io/torch_io.hpp"
 
 namespace {
 

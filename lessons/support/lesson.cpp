@@ -4,7 +4,7 @@
 #include <xtensor/xadapt.hpp>
 
 #include "mha/heads.hpp"
-#include "mha/npy.hpp"
+#include "mha/io/npy.hpp"
 
 #include <cerrno>
 #include <cmath>

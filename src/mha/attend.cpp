@@ -1,7 +1,10 @@
-// Stage 6: one gemm per (b, h).
+// Stage 6: one matrix product per (batch, head).
+//
+// B = batch, H = heads, Tq / Tk = queries / keys, D = head_dim.
 #include "mha/attend.hpp"
 
-#include "mha/gemm.hpp"
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xview.hpp>
 
 namespace mha {
 
@@ -19,9 +22,10 @@ Tensor4 attend(const Tensor4& weights, const Tensor4& v) {
     Tensor4 out({B, H, Tq, D});  // [B, H, Tq, D]
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h) {
-            // [Tq, Tk] x [Tk, D] -> [Tq, D]
-            gemm({&weights(b, h, 0, 0), Tq, Tk, Tk}, false,
-                 {&v(b, h, 0, 0), Tk, D, D}, false, &out(b, h, 0, 0), D);
+            const Tensor2 w = xt::view(weights, b, h);  // [Tq, Tk]
+            const Tensor2 vh = xt::view(v, b, h);       // [Tk, D]
+            // [Tq, Tk] x [Tk, D] -> [Tq, D]: each query's weighted average
+            xt::view(out, b, h) = xt::linalg::dot(w, vh);
         }
     return out;
 }

@@ -1,5 +1,7 @@
 /// @file attention.hpp
 /// @brief Stage 7: the whole MultiHeadAttention module.
+///
+/// B batch, Tq queries, Tk keys, E embed_dim, H heads, D = E / H.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,20 @@ struct AttentionOutput {
     Tensor4 weights;  ///< `[B, H, Tq, Tk]`, one set per head, not averaged
 };
 
-/// Everything a forward pass computes on the way, kept for backward().
+/// Every tensor of the articles' forward, stage by stage: what
+/// MultiHeadAttention::forward_stages() returns.
+struct Stages {
+    Tensor4 q;        ///< `[B, H, Tq, D]`, wq(query) split into heads
+    Tensor4 k;        ///< `[B, H, Tk, D]`
+    Tensor4 v;        ///< `[B, H, Tk, D]`
+    Tensor4 scores;   ///< `[B, H, Tq, Tk]`, scaled, biased and masked
+    Tensor4 weights;  ///< `[B, H, Tq, Tk]`, the softmax of the scores
+    Tensor3 context;  ///< `[B, Tq, E]`, weights x V with the heads merged
+    Tensor3 output;   ///< `[B, Tq, E]`, w_o(context)
+};
+
+/// What the fast forward keeps when asked (trace()), with the heads side by
+/// side in `[B, T, E]` as the engine computes them.
 struct ForwardTrace {
     Tensor3 q;        ///< query projection `[B, Tq, E]` (heads side by side)
     Tensor3 k;        ///< key projection `[B, Tk, E]`
@@ -45,9 +60,11 @@ public:
     MultiHeadAttention(std::size_t embed_dim, std::size_t num_heads,
                        const Init& init = Init::xavier());
 
-    /// Attention of @p query over @p key / @p value.
+    /// Attention of @p query over @p key / @p value: the articles' forward,
+    /// one stage call per line, every intermediate kept. Read this one; its
+    /// code is in attention.cpp, the same file as the class.
     ///
-    /// Self-attention is `forward(X, X, X)`; cross-attention passes a
+    /// Self-attention is `forward_stages(X, X, X)`; cross-attention passes a
     /// different key/value sequence, and Tq may differ from Tk.
     /// A query row whose keys are all masked gets zero weights and so the
     /// output w_o.bias, when @p fill is -inf (see softmax_row()).
@@ -58,6 +75,24 @@ public:
     /// @param fill  what masked scores become: -inf (default), -1e10, ...
     /// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]` added to
     ///              the scores before the mask: PyTorch's float `attn_mask`
+    /// @return      every stage's tensor, output `[B, Tq, E]` last
+    /// @throws std::invalid_argument naming the shapes when they do not fit.
+    Stages forward_stages(const Tensor3& query, const Tensor3& key,
+                          const Tensor3& value, const Mask* mask = nullptr,
+                          float fill = kNegInf,
+                          const Tensor4* score_bias = nullptr) const;
+
+    /// The same numbers as forward_stages() (within float rounding, 1e-5
+    /// in the tests), fast: the engine in src/mha/fast/ (mha::fast) never
+    /// makes the `[B, H, T, D]` copies, keeps a chunk of the batch in cache
+    /// from the first layer to the last, skips what a causal mask hides and
+    /// runs on every core. Arguments as for forward_stages().
+    /// @param query `[B, Tq, E]`
+    /// @param key   `[B, Tk, E]`
+    /// @param value `[B, Tk, E]`
+    /// @param mask  nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
+    /// @param fill  what masked scores become: -inf (default), -1e10, ...
+    /// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`
     /// @return      output `[B, Tq, E]` and weights `[B, H, Tq, Tk]`
     /// @throws std::invalid_argument naming the shapes when they do not fit.
     AttentionOutput forward(const Tensor3& query, const Tensor3& key,
@@ -67,11 +102,7 @@ public:
 
     /// forward() into @p out, which keeps its memory when its shapes already
     /// fit: a loop over batches of one shape allocates nothing after the
-    /// first call, as with PyTorch's `out=` arguments. Fresh memory is not
-    /// free: every new 4 KiB page costs the kernel a fault and a clearing,
-    /// 0.6 to 0.9 ms per MB on this machine (see bench/mha_bench). forward()
-    /// in such a loop mostly gets its blocks back from the tensors'
-    /// allocator (ReuseAllocator); forward_into() does not need it.
+    /// first call, as with PyTorch's `out=` arguments.
     /// @param out the output and weights to fill; any shapes on entry
     /// @param query, key, value, mask, fill, score_bias as for forward()
     void forward_into(AttentionOutput& out, const Tensor3& query,
@@ -79,7 +110,7 @@ public:
                       const Mask* mask = nullptr, float fill = kNegInf,
                       const Tensor4* score_bias = nullptr) const;
 
-    /// forward(), keeping every intermediate (for backward() and lessons).
+    /// forward(), keeping the projections and the context too.
     /// @param query, key, value, mask, fill, score_bias as for forward()
     /// @return the projections, weights, context and output
     ForwardTrace trace(const Tensor3& query, const Tensor3& key,
@@ -116,13 +147,6 @@ public:
     Linear w_o;  ///< output layer, `[E, E]` (`fc_out` / `w_combine`)
 
 private:
-    // The forward pass into t. With keep = false (forward()), Q, K, V and
-    // the context exist only a chunk of the batch at a time, in a small
-    // buffer per worker; trace() passes true and keeps them whole in t.
-    void compute(ForwardTrace& t, const Tensor3& query, const Tensor3& key,
-                 const Tensor3& value, const Mask* mask, float fill,
-                 const Tensor4* score_bias, bool keep) const;
-
     std::size_t embed_dim_, num_heads_, head_dim_;
 };
 

@@ -1,31 +1,37 @@
-// The backward pass, stage by stage in reverse, with the same in-place
-// blocks as the forward: head h of a [B, T, E] tensor is the T x D block at
-// column h*D with leading dimension E.
+// The backward pass: the stages of forward_stages() in reverse, each
+// written out with the tensors of the forward.
+//
+// B = batch, Tq / Tk = queries / keys, E = embed_dim, H = heads, D = E / H.
 #include "mha/backward.hpp"
 
+#include <array>
 #include <cmath>
 
-#include "mha/gemm.hpp"
-#include "mha/linear.hpp"
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
+
+#include "mha/heads.hpp"
 
 namespace mha {
 
 namespace {
 
-// For y = x W^T + b over R rows: dx = dy W, dW = dy^T x, db = sum_r dy.
-// x is [R, in], dy is [R, out]; dx gets [R, in].
-LinearGrad linear_backward(const float* x, const float* dy, std::size_t R,
-                           const Linear& l, float* dx) {
-    const std::size_t out = l.out_features(), in = l.in_features();
-    LinearGrad g{Tensor2::from_shape({out, in}), Tensor1::from_shape({out})};
-    // [out, R] x [R, in] -> [out, in]
-    gemm({dy, R, out, out}, true, {x, R, in, in}, false, g.weight.data(), in);
-    // [R, out] x [out, in] -> [R, in]
-    gemm({dy, R, out, out}, false, {l.weight.data(), out, in, in}, false, dx, in);
-    g.bias.fill(0.0f);
-    for (std::size_t r = 0; r < R; ++r)
-        for (std::size_t o = 0; o < out; ++o) g.bias(o) += dy[r * out + o];
-    return g;
+// For y = x W^T + b over the rows of x [B, T, in]: dW = dy^T x,
+// db = the sum of dy over the rows, and dx = dy W.
+Tensor3 linear_backward(const Tensor3& x, const Tensor3& dy, const Linear& l,
+                        LinearGrad& g) {
+    const std::size_t rows = x.shape(0) * x.shape(1);
+    const std::size_t in = l.in_features(), out = l.out_features();
+    const std::array<std::size_t, 2> x_rows{rows, in}, dy_rows{rows, out};
+    const Tensor2 x2 = xt::reshape_view(x, x_rows);     // [B*T, in]
+    const Tensor2 dy2 = xt::reshape_view(dy, dy_rows);  // [B*T, out]
+    g.weight = xt::linalg::dot(xt::transpose(dy2), x2);  // [out, B*T] x [B*T, in]
+    g.bias = xt::sum(dy2, {0});                          // [out]
+    const Tensor2 dx = xt::linalg::dot(dy2, l.weight);   // [B*T, out] x [out, in]
+    const std::array<std::size_t, 3> x_shape{x.shape(0), x.shape(1), in};
+    return xt::reshape_view(dx, x_shape);                // [B, T, in]
 }
 
 }  // namespace
@@ -43,60 +49,45 @@ AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
         fail("backward: d_output " + shape_of(d_output) +
              " must have the output's shape [B, Tq, E] = " + shape_of(query));
     }
-
-    // Forward again, keeping what the backward needs.
-    const ForwardTrace t = m.trace(query, key, value, mask, fill, score_bias);
-    const Tensor3 &q = t.q, &k = t.k, &v = t.v;  // [B, T, E] each
-    const Tensor4& P = t.weights;                // [B, H, Tq, Tk]
+    // The forward again, keeping every stage.
+    const Stages s = m.forward_stages(query, key, value, mask, fill, score_bias);
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-
     AttentionGrads g;
-    // 1) output layer: output = context W_o^T + b_o
-    Tensor3 d_context({B, Tq, E});
-    g.w_o = linear_backward(t.context.data(), d_output.data(), B * Tq, m.w_o,
-                            d_context.data());
 
-    // 2) per (b, h): weights x V, softmax, mask, scores
-    Tensor3 dq({B, Tq, E}), dk({B, Tk, E}), dv({B, Tk, E});
-    std::vector<float> dP(Tq * Tk);
+    // 7) output = w_o(context)
+    const Tensor3 d_context = linear_backward(s.context, d_output, m.w_o, g.w_o);
+    // 6) context = merge_heads(weights @ v): merge backward is a split
+    const Tensor4 d_attended = split_heads(d_context, H);  // [B, H, Tq, D]
+    Tensor4 dq({B, H, Tq, D}), dk({B, H, Tk, D}), dv({B, H, Tk, D});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h) {
-            const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * E + h * D;
-            const float* w = &P(b, h, 0, 0);                 // [Tq, Tk]
-            const float* dctx = d_context.data() + qo;       // [Tq, D], ld E
-            // context = P V:  dP = dctx V^T,  dV = P^T dctx
-            gemm({dctx, Tq, D, E}, false, {v.data() + ko, Tk, D, E}, true,
-                 dP.data(), Tk);
-            gemm({w, Tq, Tk, Tk}, true, {dctx, Tq, D, E}, false,
-                 dv.data() + ko, E);
-            // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k), row by row; then
-            // the mask: a filled score is a constant, its gradient is 0.
+            const Tensor2 P = xt::view(s.weights, b, h);    // [Tq, Tk]
+            const Tensor2 dO = xt::view(d_attended, b, h);  // [Tq, D]
+            const Tensor2 q = xt::view(s.q, b, h);          // [Tq, D]
+            const Tensor2 k = xt::view(s.k, b, h);          // [Tk, D]
+            const Tensor2 v = xt::view(s.v, b, h);          // [Tk, D]
+            // O = P V:  dP = dO V^T [Tq, Tk],  dV = P^T dO [Tk, D]
+            Tensor2 dS = xt::linalg::dot(dO, xt::transpose(v));
+            xt::view(dv, b, h) = xt::linalg::dot(xt::transpose(P), dO);
+            // 5) softmax, row by row: dS_j = P_j (dP_j - sum_k P_k dP_k)
+            // 4) a masked score is a constant (the fill): its gradient is 0
             for (std::size_t i = 0; i < Tq; ++i) {
-                const float* p = w + i * Tk;
-                float* ds = dP.data() + i * Tk;
                 float dot = 0.0f;
-                for (std::size_t j = 0; j < Tk; ++j) dot += p[j] * ds[j];
-                for (std::size_t j = 0; j < Tk; ++j) ds[j] = p[j] * (ds[j] - dot);
-                if (mask != nullptr) {
-                    const bool* keep = mask_row(*mask, b, h, i);
-                    for (std::size_t j = 0; j < Tk; ++j)
-                        if (!keep[j]) ds[j] = 0.0f;
+                for (std::size_t j = 0; j < Tk; ++j) dot += P(i, j) * dS(i, j);
+                const bool* keep = mask != nullptr ? mask_row(*mask, b, h, i) : nullptr;
+                for (std::size_t j = 0; j < Tk; ++j) {
+                    const bool masked = keep != nullptr && !keep[j];
+                    dS(i, j) = masked ? 0.0f : P(i, j) * (dS(i, j) - dot);
                 }
             }
-            // S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
-            gemm({dP.data(), Tq, Tk, Tk}, false, {k.data() + ko, Tk, D, E}, false,
-                 dq.data() + qo, E, scale);
-            gemm({dP.data(), Tq, Tk, Tk}, true, {q.data() + qo, Tq, D, E}, false,
-                 dk.data() + ko, E, scale);
+            // 3) S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
+            xt::view(dq, b, h) = xt::linalg::dot(dS, k) * scale;
+            xt::view(dk, b, h) = xt::linalg::dot(xt::transpose(dS), q) * scale;
         }
-
-    // 3) the three projections
-    g.query = Tensor3({B, Tq, E});
-    g.key = Tensor3({B, Tk, E});
-    g.value = Tensor3({B, Tk, E});
-    g.wq = linear_backward(query.data(), dq.data(), B * Tq, m.wq, g.query.data());
-    g.wk = linear_backward(key.data(), dk.data(), B * Tk, m.wk, g.key.data());
-    g.wv = linear_backward(value.data(), dv.data(), B * Tk, m.wv, g.value.data());
+    // 2) split backward is a merge; 1) the three projections
+    g.query = linear_backward(query, merge_heads(dq), m.wq, g.wq);  // [B, Tq, E]
+    g.key = linear_backward(key, merge_heads(dk), m.wk, g.wk);      // [B, Tk, E]
+    g.value = linear_backward(value, merge_heads(dv), m.wv, g.wv);  // [B, Tk, E]
     return g;
 }
 

@@ -1,9 +1,12 @@
-// Stage 1: y = x W^T + b as one gemm over all B*T rows.
+// Stage 1: y = x W^T + b, one matrix product over all B*T rows.
+//
+// B = batch, T = time, in / out = the layer's sizes.
 #include "mha/linear.hpp"
 
-#include <algorithm>
+#include <array>
 
-#include "mha/gemm.hpp"
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xmanipulation.hpp>
 
 namespace mha {
 
@@ -42,12 +45,6 @@ Linear make_linear(std::size_t in_features, std::size_t out_features,
 }
 
 Tensor3 linear(const Tensor3& x, const Linear& layer) {
-    Tensor3 y;
-    linear_into(x, layer, y);
-    return y;
-}
-
-void linear_into(const Tensor3& x, const Linear& layer, Tensor3& y) {
     check_layer(layer);
     const std::size_t B = x.shape(0), T = x.shape(1), in = x.shape(2);
     const std::size_t out = layer.out_features();
@@ -58,20 +55,12 @@ void linear_into(const Tensor3& x, const Linear& layer, Tensor3& y) {
              " expects in = " + std::to_string(layer.in_features()) +
              "; give x as [B, T, " + std::to_string(layer.in_features()) + "]");
     }
-    resize_to(y, {B, T, out});  // [B, T, out]
-    linear_rows(x.data(), B * T, layer, y.data());
-}
-
-void linear_rows(const float* x, std::size_t rows, const Linear& layer,
-                 float* y) {
-    const std::size_t in = layer.in_features(), out = layer.out_features();
-    // Start every row of y at the bias, then add x W^T with beta = 1.
-    for (std::size_t r = 0; r < rows; ++r) {
-        std::copy(layer.bias.begin(), layer.bias.end(), y + r * out);
-    }
-    // [rows, in] x [out, in]^T -> [rows, out]
-    gemm({x, rows, in, in}, false, {layer.weight.data(), out, in, in}, true, y,
-         out, 1.0f, 1.0f);
+    const std::array<std::size_t, 2> rows_shape{B * T, in};
+    const Tensor2 rows = xt::reshape_view(x, rows_shape);  // [B*T, in]
+    // [B*T, in] x [in, out] -> [B*T, out], + b broadcast over the rows
+    const Tensor2 y = xt::linalg::dot(rows, xt::transpose(layer.weight)) + layer.bias;
+    const std::array<std::size_t, 3> out_shape{B, T, out};
+    return xt::reshape_view(y, out_shape);  // [B, T, out]
 }
 
 }  // namespace mha

@@ -36,29 +36,14 @@ Linear make_linear(std::size_t in_features, std::size_t out_features,
 
 /// `y = x W^T + b` over the last axis, as `layer(x)` in PyTorch.
 ///
-/// All B*T rows go through one BLAS gemm: `[B*T, in] x [in, out]`.
+/// Every token is a row: x is read as `[B*T, in]`, and one matrix product
+/// `[B*T, in] x [in, out]` does all of them.
 /// @param x     `[B, T, in]`
 /// @param layer weight `[out, in]`, bias `[out]`
 /// @return      `[B, T, out]`
 /// @throws std::invalid_argument when x's last size is not `in`, or the
 ///         bias is not `[out]`.
 Tensor3 linear(const Tensor3& x, const Linear& layer);
-
-/// linear() into @p y, which keeps its memory when its shape already fits:
-/// a loop over inputs of one shape then allocates nothing after the first.
-/// @param x     `[B, T, in]`
-/// @param layer weight `[out, in]`, bias `[out]`
-/// @param y     any tensor; on return `[B, T, out]`
-void linear_into(const Tensor3& x, const Linear& layer, Tensor3& y);
-
-/// The same on raw rows, unchecked: the fast forward applies a layer to one
-/// chunk of the batch at a time with it.
-/// @param x     `[rows, in]`, contiguous
-/// @param rows  how many rows
-/// @param layer weight `[out, in]`, bias `[out]`, already checked
-/// @param y     `[rows, out]`, contiguous, overwritten
-void linear_rows(const float* x, std::size_t rows, const Linear& layer,
-                 float* y);
 
 /// @}
 

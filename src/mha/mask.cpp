@@ -110,4 +110,13 @@ Tensor4 apply_mask(const Tensor4& scores, const Mask& mask, float fill) {
     return out;
 }
 
+Tensor4 add_score_bias(const Tensor4& scores, const Tensor4& bias) {
+    const std::size_t B = scores.shape(0), H = scores.shape(1);
+    const std::size_t Tq = scores.shape(2), Tk = scores.shape(3);
+    require_nonzero({B, H, Tq, Tk}, "add_score_bias scores [B, H, Tq, Tk]");
+    check_score_bias(bias, B, H, Tq, Tk);
+    Tensor4 out = scores + bias;  // [B, H, Tq, Tk], bias broadcast
+    return out;
+}
+
 }  // namespace mha

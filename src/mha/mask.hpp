@@ -56,6 +56,14 @@ void check_mask(const Mask& mask, std::size_t b, std::size_t h,
 Tensor4 apply_mask(const Tensor4& scores, const Mask& mask,
                    float fill = kNegInf);
 
+/// `scores + bias`, PyTorch's float `attn_mask`: an additive mask, 0 where a
+/// key may be seen and -inf (or a large negative) where it may not, or any
+/// other bias on the scores.
+/// @param scores `[B, H, Tq, Tk]`
+/// @param bias   `[B or 1, H or 1, Tq or 1, Tk]`
+/// @return       `[B, H, Tq, Tk]`
+Tensor4 add_score_bias(const Tensor4& scores, const Tensor4& bias);
+
 /// Throws unless an additive score bias broadcasts to `[B, H, Tq, Tk]`.
 /// @param bias `[B or 1, H or 1, Tq or 1, Tk]`
 /// @param b, h, tq, tk the sizes of the scores it must fit

@@ -1,9 +1,12 @@
-// Stage 3: one gemm per (b, h) on contiguous [T, D] blocks.
+// Stage 3: one matrix product per (batch, head) on contiguous [T, D] blocks.
+//
+// B = batch, H = heads, Tq / Tk = queries / keys, D = head_dim.
 #include "mha/scores.hpp"
 
 #include <cmath>
 
-#include "mha/gemm.hpp"
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xview.hpp>
 
 namespace mha {
 
@@ -17,14 +20,16 @@ Tensor4 scaled_scores(const Tensor4& q, const Tensor4& k) {
         fail("scaled_scores: q " + shape_of(q) + " and k " + shape_of(k) +
              " must agree on B, H and D ([B, H, Tq, D] and [B, H, Tk, D])");
     }
-    Tensor4 s({B, H, Tq, Tk});  // [B, H, Tq, Tk]
+    // Divided by sqrt(D) so that the scores keep about unit variance
+    // whatever the head size (lesson 13 measures it).
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    Tensor4 s({B, H, Tq, Tk});  // [B, H, Tq, Tk]
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h) {
-            // [Tq, D] x [Tk, D]^T -> [Tq, Tk], scaled inside the gemm
-            gemm({&q(b, h, 0, 0), Tq, D, D}, false,
-                 {&k(b, h, 0, 0), Tk, D, D}, true, &s(b, h, 0, 0), Tk,
-                 scale);
+            const Tensor2 qh = xt::view(q, b, h);  // [Tq, D]
+            const Tensor2 kh = xt::view(k, b, h);  // [Tk, D]
+            // [Tq, D] x [D, Tk] -> [Tq, Tk]
+            xt::view(s, b, h) = xt::linalg::dot(qh, xt::transpose(kh)) * scale;
         }
     return s;
 }

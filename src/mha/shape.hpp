@@ -16,19 +16,17 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "mha/memory.hpp"
-
 /// Everything in the core lives here.
 namespace mha {
 
 /// @defgroup shapes Tensors and shapes
-/// @brief The tensor types, `shape_str` and the shape checks.
+/// @brief The tensor types, `shape_str` and the shape checks every stage uses.
 /// @{
 
-/// `xt::xtensor<float, N>` whose large blocks are kept for reuse when freed
-/// (see ReuseAllocator): row-major, like a contiguous PyTorch tensor.
+/// `xt::xtensor<float, N>`: the rank is in the type, the layout row-major,
+/// like a contiguous PyTorch tensor.
 template <std::size_t N>
-using Tensor = xt::xtensor<float, N, xt::layout_type::row_major, ReuseAllocator<float>>;
+using Tensor = xt::xtensor<float, N>;
 using Tensor1 = Tensor<1>;  ///< e.g. a bias `[out]`
 using Tensor2 = Tensor<2>;  ///< e.g. a weight `[out, in]`
 using Tensor3 = Tensor<3>;  ///< e.g. X `[B, T, E]`

@@ -1,26 +1,34 @@
-// Stage 5: a row at a time, with no broadcasting temporaries.
+// Stage 5: the stable softmax, one row of scores at a time.
+//
+// B = batch, H = heads, Tq / Tk = queries / keys.
 #include "mha/softmax.hpp"
 
-#define MHA_LANES 4
-#include "mha/softmax_kernel.hpp"
+#include <algorithm>
+#include <cmath>
 
 namespace mha {
 
-#if defined(MHA_AVX2_KERNEL)
-void softmax_row_avx2(float* row, std::size_t n);  // softmax_avx2.cpp
-#endif
-
 void softmax_row(float* row, std::size_t n) {
-#if defined(MHA_AVX2_KERNEL)
-    // 8 lanes instead of 4: about three times faster on long rows here.
-    static const bool avx2 =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2) {
-        softmax_row_avx2(row, n);
+    float max = -INFINITY;
+    bool nan = false;
+    for (std::size_t j = 0; j < n; ++j) {
+        max = std::max(max, row[j]);
+        nan = nan || std::isnan(row[j]);
+    }
+    if (nan || max == -INFINITY) {
+        // A NaN spoils its row rather than hide; a row whose keys are all
+        // masked attends to nothing (the policy in softmax.hpp).
+        std::fill(row, row + n, nan ? NAN : 0.0f);
         return;
     }
-#endif
-    softmax_row_kernel(row, n);
+    // Subtracting the max changes nothing mathematically; it keeps exp()
+    // from overflowing (exp(89) is already inf in float).
+    float sum = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) {
+        row[j] = std::exp(row[j] - max);
+        sum += row[j];
+    }
+    for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
 }
 
 Tensor4 softmax(const Tensor4& scores) {

@@ -19,12 +19,8 @@ namespace mha {
 /// returns NaN there, and one NaN row spreads to the whole batch through
 /// the gradients. A fill of -1e10 instead gives uniform weights 1/n, which
 /// is what the four-linear-layers article's code does.
-/// NaN scores give NaN weights in that row (they are not hidden).
-///
-/// The exponentials come from the core's own vector kernel, not std::exp:
-/// within 1e-7 relative of exp() in double; a score more than 87.7 below
-/// its row's maximum gets exactly 0 (its true weight is under 1e-38).
-/// On processors with AVX2 + FMA it runs 8 floats at a time, else 4.
+/// A NaN score gives NaN weights in its row (it is not hidden), and so does
+/// +inf (inf - inf is NaN), as in PyTorch.
 /// @param row @p n scores in, @p n weights out
 /// @param n   Tk, the number of keys
 void softmax_row(float* row, std::size_t n);

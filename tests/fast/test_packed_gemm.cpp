@@ -1,4 +1,4 @@
-// Tests for mha/packed_gemm.hpp: the per-head products and the linear
+// Tests for mha/fast/packed_gemm.hpp: the per-head products and the linear
 // layers on packed panels, against products in double, and the forward
 // with them against the forward with BLAS. On a processor without AVX2 +
 // FMA the kernels do not run, and the cases on the kernels alone say so
@@ -12,15 +12,15 @@
 #include <vector>
 
 #include "mha/attention.hpp"
-#include "mha/packed_gemm.hpp"
-#include "worst.hpp"
+#include "mha/fast/packed_gemm.hpp"
+#include "../worst.hpp"
 
 namespace {
 
 // Restores the forward's choice of kernels when a test case ends.
 struct PackedSetting {
-    bool was = mha::packed_products_on();
-    ~PackedSetting() { mha::set_packed_products(was); }
+    bool was = mha::fast::packed_products_on();
+    ~PackedSetting() { mha::fast::set_packed_products(was); }
 };
 
 std::vector<float> random_floats(std::size_t n, mha::Rng& rng) {
@@ -32,7 +32,7 @@ std::vector<float> random_floats(std::size_t n, mha::Rng& rng) {
 // Whether the packed kernels run on this processor; when not, says so (the
 // case then checks nothing: the forward does not use them here).
 bool kernels_run_here() {
-    if (mha::packed_products_available()) return true;
+    if (mha::fast::packed_products_available()) return true;
     MESSAGE("no AVX2 + FMA here: the packed kernels are not used, nothing to test");
     return false;
 }
@@ -61,17 +61,17 @@ TEST_CASE("pack_panels puts every element of B where the kernels read it, zeros 
                 CAPTURE(k); CAPTURE(n); CAPTURE(trans);
                 const std::size_t ld = (trans ? k : n) + 3;
                 const std::vector<float> src = random_floats((trans ? n : k) * ld, rng);
-                std::vector<float> packed(mha::packed_floats(k, n) + 1, -1.0f);
-                mha::pack_panels(src.data(), ld, trans, k, n, packed.data());
+                std::vector<float> packed(mha::fast::packed_floats(k, n) + 1, -1.0f);
+                mha::fast::pack_panels(src.data(), ld, trans, k, n, packed.data());
                 std::size_t wrong = 0;
-                for (std::size_t p = 0; p * mha::kPanelWidth < n; ++p) {
+                for (std::size_t p = 0; p * mha::fast::kPanelWidth < n; ++p) {
                     for (std::size_t t = 0; t < k; ++t) {
-                        for (std::size_t j = 0; j < mha::kPanelWidth; ++j) {
-                            const std::size_t col = p * mha::kPanelWidth + j;
+                        for (std::size_t j = 0; j < mha::fast::kPanelWidth; ++j) {
+                            const std::size_t col = p * mha::fast::kPanelWidth + j;
                             const float want = col >= n ? 0.0f
                                                : trans ? src[col * ld + t]
                                                        : src[t * ld + col];
-                            wrong += packed[(p * k + t) * mha::kPanelWidth + j] != want;
+                            wrong += packed[(p * k + t) * mha::fast::kPanelWidth + j] != want;
                         }
                     }
                 }
@@ -100,11 +100,11 @@ TEST_CASE("packed_gemm equals a product in double, at every edge of its blocking
                     const std::size_t lda = k + 3, ldb = (trans ? K : N) + 2, ldc = n + 4;
                     const std::vector<float> a = random_floats(m * lda, rng);
                     const std::vector<float> src = random_floats((trans ? N : K) * ldb, rng);
-                    std::vector<float> packed(mha::packed_floats(K, N));
-                    mha::pack_panels(src.data(), ldb, trans, K, N, packed.data());
+                    std::vector<float> packed(mha::fast::packed_floats(K, N));
+                    mha::fast::pack_panels(src.data(), ldb, trans, K, N, packed.data());
                     std::vector<float> c((m + 1) * ldc, guard);  // and a row past C
                     const float alpha = k % 2 == 0 ? 0.125f : 1.0f;
-                    mha::packed_gemm(a.data(), lda, m, k, packed.data(), K, n, c.data(), ldc,
+                    mha::fast::packed_gemm(a.data(), lda, m, k, packed.data(), K, n, c.data(), ldc,
                                      alpha);
                     double worst = 0;  // |error| / (sum of |terms|), over C
                     for (std::size_t i = 0; i < m; ++i) {
@@ -137,9 +137,9 @@ TEST_CASE("packed_gemm: NaN and Inf in B reach C as in any product") {
     std::vector<float> a(m * k, 0.0f), b(k * n, 1.0f);
     b[290 * n + 3] = std::numeric_limits<float>::quiet_NaN();
     b[5 * n + 17] = std::numeric_limits<float>::infinity();
-    std::vector<float> packed(mha::packed_floats(k, n)), c(m * n);
-    mha::pack_panels(b.data(), n, false, k, n, packed.data());
-    mha::packed_gemm(a.data(), k, m, k, packed.data(), k, n, c.data(), n, 1.0f);
+    std::vector<float> packed(mha::fast::packed_floats(k, n)), c(m * n);
+    mha::fast::pack_panels(b.data(), n, false, k, n, packed.data());
+    mha::fast::packed_gemm(a.data(), k, m, k, packed.data(), k, n, c.data(), n, 1.0f);
     for (std::size_t i = 0; i < m; ++i) {
         CAPTURE(i);
         CHECK(std::isnan(c[i * n + 3]));
@@ -163,17 +163,17 @@ TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on 
                     const std::size_t lda = k + 3, ldc = n + 2;
                     const std::vector<float> x = random_floats(m * lda, rng);
                     std::vector<std::vector<float>> w, bias, packed, c;
-                    std::vector<mha::LinearPanels> layers;
+                    std::vector<mha::fast::LinearPanels> layers;
                     for (std::size_t l = 0; l < count; ++l) {
                         w.push_back(random_floats(n * k, rng));  // W [n, k]
                         bias.push_back(random_floats(n, rng));
-                        packed.emplace_back(mha::packed_floats(k, n));
-                        mha::pack_panels(w[l].data(), k, true, k, n, packed[l].data());
+                        packed.emplace_back(mha::fast::packed_floats(k, n));
+                        mha::fast::pack_panels(w[l].data(), k, true, k, n, packed[l].data());
                         c.emplace_back((m + 1) * ldc, guard);  // and a row past C
                     }
                     for (std::size_t l = 0; l < count; ++l)
                         layers.push_back({packed[l].data(), bias[l].data(), c[l].data()});
-                    mha::packed_linear(x.data(), lda, m, k, layers.data(), count, n, ldc);
+                    mha::fast::packed_linear(x.data(), lda, m, k, layers.data(), count, n, ldc);
                     for (std::size_t l = 0; l < count; ++l) {
                         CAPTURE(l);
                         double worst = 0;  // |error| / (sum of |terms|), over C
@@ -207,14 +207,14 @@ TEST_CASE("packed_linear: a row's result does not depend on the rows around it")
     const std::size_t m = 103, k = 520, n = 33;
     const std::vector<float> x = random_floats(m * k, rng), w = random_floats(n * k, rng);
     const std::vector<float> bias = random_floats(n, rng);
-    std::vector<float> packed(mha::packed_floats(k, n)), whole(m * n), parts(m * n);
-    mha::pack_panels(w.data(), k, true, k, n, packed.data());
-    mha::LinearPanels layer{packed.data(), bias.data(), whole.data()};
-    mha::packed_linear(x.data(), k, m, k, &layer, 1, n, n);
+    std::vector<float> packed(mha::fast::packed_floats(k, n)), whole(m * n), parts(m * n);
+    mha::fast::pack_panels(w.data(), k, true, k, n, packed.data());
+    mha::fast::LinearPanels layer{packed.data(), bias.data(), whole.data()};
+    mha::fast::packed_linear(x.data(), k, m, k, &layer, 1, n, n);
     for (std::size_t r0 = 0, size = 1; r0 < m; r0 += size, size = size % 13 + 4) {
         const std::size_t rows = std::min(size, m - r0);
         layer.c = parts.data() + r0 * n;
-        mha::packed_linear(x.data() + r0 * k, k, rows, k, &layer, 1, n, n);
+        mha::fast::packed_linear(x.data() + r0 * k, k, rows, k, &layer, 1, n, n);
     }
     CHECK(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)) == 0);
 }
@@ -239,19 +239,19 @@ TEST_CASE("forward: the packed kernels and BLAS give the same attention") {
             const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
             const mha::Mask causal = mha::causal_mask(c.Tq, c.Tk);
             const mha::Mask* mp = masked ? &causal : nullptr;
-            mha::set_packed_products(true);
+            mha::fast::set_packed_products(true);
             const auto packed = m.forward(q, kv, kv, mp);
-            mha::set_packed_products(false);
-            CHECK_FALSE(mha::packed_products_on());
+            mha::fast::set_packed_products(false);
+            CHECK_FALSE(mha::fast::packed_products_on());
             const auto blas = m.forward(q, kv, kv, mp);
             // unit-scale data: sums in different orders differ by < 2e-5
             CHECK(mha::max_abs_diff(packed.output, blas.output) < 2e-5);
             CHECK(mha::max_abs_diff(packed.weights, blas.weights) < 2e-5);
             if (c.Tq != c.Tk) continue;
             // self-attention: Q, K and V projected in one pass over q
-            mha::set_packed_products(true);
+            mha::fast::set_packed_products(true);
             const auto packed_self = m.forward(q, q, q, mp);
-            mha::set_packed_products(false);
+            mha::fast::set_packed_products(false);
             const auto blas_self = m.forward(q, q, q, mp);
             CHECK(mha::max_abs_diff(packed_self.output, blas_self.output) < 2e-5);
             CHECK(mha::max_abs_diff(packed_self.weights, blas_self.weights) < 2e-5);
@@ -259,10 +259,11 @@ TEST_CASE("forward: the packed kernels and BLAS give the same attention") {
     }
 }
 
-TEST_CASE("MHA_PACKED=0 in the environment starts the forward on BLAS") {
+TEST_CASE("MHA_PACKED=0 in the environment starts the forward on BLAS" *
+          doctest::test_suite("oracle")) {
     // ctest runs this case with and without MHA_PACKED=0 (tests/CMakeLists.txt)
     const char* env = std::getenv("MHA_PACKED");
     const bool off = env != nullptr && std::strcmp(env, "0") == 0;
     CAPTURE(off);
-    CHECK(mha::packed_products_on() == (mha::packed_products_available() && !off));
+    CHECK(mha::fast::packed_products_on() == (mha::fast::packed_products_available() && !off));
 }

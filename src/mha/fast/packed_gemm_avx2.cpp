@@ -1,16 +1,16 @@
 // The per-head products on packed panels, for processors with AVX2 and FMA.
 // This file alone is compiled with -mavx2 -mfma (see src/CMakeLists.txt);
-// attention.cpp calls it only after asking the processor.
-#include "mha/packed_gemm.hpp"
+// the forward calls it only after asking the processor.
+#include "mha/fast/packed_gemm.hpp"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "mha/memory.hpp"
+#include "mha/fast/memory.hpp"
 
-namespace mha {
+namespace mha::fast {
 
 namespace {
 
@@ -32,15 +32,13 @@ void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
           const float* bias = nullptr) {
     // The tile's rows of C, asked for now and needed only after kc steps:
     // when C is not in cache (a linear layer's output), its lines arrive
-    // during the sum instead of stalling the stores at the end. The forward
-    // took 0.98-0.995x the time without (T = 64 and 256, five paired runs).
+    // during the sum instead of stalling the stores at the end.
     for (int r = 0; r < MR; ++r) {
         _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + ncols - 1), _MM_HINT_T0);
     }
     // Every loop over r is unrolled, so that acc lives in registers only
-    // (a loop left rolled makes GCC 12 keep acc in memory, storing it on
-    // every step: 30 instead of 88 GFLOP/s on one core here).
+    // (left rolled, GCC 12 keeps acc in memory and stores it every step).
     __m256 acc[MR][2];
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -154,9 +152,7 @@ void pack_six_rows(const float* a, std::size_t lda, std::size_t kc, float* d) {
 // (48 rows x 512 terms, 96 KiB), stays in L2 while each panel of the
 // weight (512 terms x 16 columns, 32 KiB) meets all 48 rows; the block's C
 // (96 KiB per layer) is written once, with no second stretch of k to add
-// into it while E <= 512. The forward at T = 64, paired with its
-// projections in BLAS: 0.94-1.00x the time with these sizes, 0.98-1.06x
-// with blocks of 96 rows x 256 terms (C read back for the second stretch).
+// into it while E <= 512.
 constexpr std::size_t kLinearRows = 48;
 constexpr std::size_t kLinearDepth = 512;
 
@@ -232,7 +228,7 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
                    const LinearPanels* layers, std::size_t count, std::size_t n,
                    std::size_t ldc) {
     // Each thread's, kept from call to call, on a cache line.
-    thread_local std::vector<float, ReuseAllocator<float>> block;
+    thread_local Buffer block;
     block.resize(kLinearRows * kLinearDepth + 8);  // + the stores' overrun
     for (std::size_t i0 = 0; i0 < m; i0 += kLinearRows) {
         const std::size_t rows = std::min(kLinearRows, m - i0);
@@ -260,4 +256,4 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
     }
 }
 
-}  // namespace mha
+}  // namespace mha::fast

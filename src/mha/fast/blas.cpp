@@ -1,12 +1,15 @@
-// The only translation unit that includes xtensor-blas: it keeps the
+// The only file of the engine that includes xtensor-blas: it keeps the
 // slow-to-compile BLAS headers out of everything else.
-#include "mha/gemm.hpp"
+#include "mha/fast/blas.hpp"
 
-#include "mha/parallel.hpp"
+#include <algorithm>
 
 #include <xtensor-blas/xblas.hpp>
 
-namespace mha {
+#include "mha/fast/parallel.hpp"
+#include "mha/linear.hpp"
+
+namespace mha::fast {
 
 namespace {
 
@@ -37,18 +40,28 @@ void gemm(Block a, bool trans_a, Block b, bool trans_b, float* c,
     const std::size_t m = trans_a ? a.cols : a.rows;
     const std::size_t k = trans_a ? a.rows : a.cols;
     const std::size_t n = trans_b ? b.rows : b.cols;
-    // A large product is split by rows of C over the workers (BLAS itself
-    // runs on one thread); a small one runs here, in this thread.
+    // A small product runs here, in this thread; a large one is split by
+    // 32-row blocks of C, which keep the split even.
     const bool large = double(m) * double(n) * double(k) >= 4.0e6 && m >= 64;
     if (!large) {
         gemm_rows(a, trans_a, b, trans_b, c, ldc, alpha, beta, 0, m);
         return;
     }
-    const std::size_t blocks = m / 32;  // 32-row blocks keep the split even
+    const std::size_t blocks = m / 32;
     parallel_for(blocks, [&](std::size_t begin, std::size_t end) {
         const std::size_t m1 = end == blocks ? m : end * 32;
         gemm_rows(a, trans_a, b, trans_b, c, ldc, alpha, beta, begin * 32, m1);
     });
 }
 
-}  // namespace mha
+void linear_rows(const float* x, std::size_t rows, const Linear& layer, float* y) {
+    const std::size_t in = layer.in_features(), out = layer.out_features();
+    // Start every row of y at the bias, then add x W^T with beta = 1.
+    for (std::size_t r = 0; r < rows; ++r)
+        std::copy(layer.bias.begin(), layer.bias.end(), y + r * out);
+    // [rows, in] x [out, in]^T -> [rows, out]
+    gemm({x, rows, in, in}, false, {layer.weight.data(), out, in, in}, true, y,
+         out, 1.0f, 1.0f);
+}
+
+}  // namespace mha::fast

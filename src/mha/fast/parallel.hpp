@@ -1,20 +1,20 @@
 /// @file parallel.hpp
-/// @brief Splitting independent (batch, head) work over the cores.
+/// @brief The engine's threads: independent work spread over the cores.
 #pragma once
 
 #include <cstddef>
 #include <functional>
 
-namespace mha {
+namespace mha::fast {
 
-/// @addtogroup shapes
+/// @addtogroup engine
 /// @{
 
 /// Runs `body(begin, end)` over [0, n) cut into one contiguous chunk per
 /// worker thread (worker_count(), at most n), and returns when all are done.
 /// The chunks must be independent. Called from inside a worker, it runs the
 /// whole range in that worker. From the first call on, OpenBLAS is kept to
-/// one thread: the core splits the work itself (see gemm()).
+/// one thread: the engine splits the work itself (see gemm()).
 /// @param n    how many items, e.g. B * H (batch, head) pairs
 /// @param body called once per chunk with its [begin, end)
 void parallel_for(std::size_t n,
@@ -27,4 +27,4 @@ std::size_t worker_count();
 
 /// @}
 
-}  // namespace mha
+}  // namespace mha::fast

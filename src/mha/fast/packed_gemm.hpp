@@ -2,28 +2,24 @@
 /// @brief The forward's products, with the right-hand side packed once:
 /// per head for the attention, per call for the four layers.
 ///
-/// Used by the fast forward (attention.cpp); the tests and the benchmark
-/// look inside. The kernels are AVX2 + FMA (packed_gemm_avx2.cpp), built on
-/// x86-64 only and run only when the processor has both; elsewhere the
-/// forward sends these products to BLAS through gemm().
+/// The kernels are AVX2 + FMA (packed_gemm_avx2.cpp), built on x86-64 only
+/// and run only when the processor has both; elsewhere the forward sends
+/// these products to BLAS through gemm().
 ///
 /// Why: each (sequence, head) multiplies one block of query rows after
-/// another by the same K^T and the same V. BLAS packs its right-hand side
-/// again on every call, and zeroes C before adding into it: at T = 2048,
-/// unmasked, a quarter of the forward's time went to sgemm's copy and beta
-/// routines. Here K^T and V are packed once per head, into panels of 16
-/// columns, and every block of queries reads them from there. The layers
-/// likewise: each weight is packed once per forward instead of once per
-/// chunk of 512 rows, the bias is added as each tile is stored, and Q, K
-/// and V of self-attention share one packing of the input's rows
-/// (packed_linear()).
+/// another by the same K^T and the same V, and BLAS would pack its
+/// right-hand side again on every call. Here K^T and V are packed once per
+/// head, into panels of 16 columns, and every block of queries reads them
+/// from there; each layer's weight is packed once per forward, the bias is
+/// added as each tile is stored, and Q, K and V of self-attention share one
+/// packing of the input's rows (packed_linear()). docs/pages/engine.md.
 #pragma once
 
 #include <cstddef>
 
-namespace mha {
+namespace mha::fast {
 
-/// @addtogroup shapes
+/// @addtogroup engine
 /// @{
 
 /// Whether this build has the packed kernels and the processor runs them.
@@ -108,4 +104,4 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
 
 /// @}
 
-}  // namespace mha
+}  // namespace mha::fast

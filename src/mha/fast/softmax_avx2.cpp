@@ -2,10 +2,10 @@
 // This file alone is compiled with -mavx2 -mfma (see src/CMakeLists.txt);
 // softmax_row() calls it only after asking the processor.
 #define MHA_LANES 8
-#include "mha/softmax_kernel.hpp"
+#include "mha/fast/softmax_kernel.hpp"
 
-namespace mha {
+namespace mha::fast {
 
 void softmax_row_avx2(float* row, std::size_t n) { softmax_row_kernel(row, n); }
 
-}  // namespace mha
+}  // namespace mha::fast

@@ -1,13 +1,13 @@
 // Whether the forward runs the packed kernels of packed_gemm_avx2.cpp.
 // This file is plain x86-64 (or any other target): it only asks.
-#include "mha/packed_gemm.hpp"
+#include "mha/fast/packed_gemm.hpp"
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
-namespace mha {
+namespace mha::fast {
 
 namespace {
 
@@ -52,4 +52,4 @@ void packed_linear(const float*, std::size_t, std::size_t, std::size_t, const Li
 }
 #endif
 
-}  // namespace mha
+}  // namespace mha::fast

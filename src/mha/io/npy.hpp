@@ -9,10 +9,11 @@
 
 namespace mha {
 
-/// @defgroup npy NumPy files
-/// @brief `.npy` in and out through `xt::load_npy` / `xt::dump_npy`.
+/// @defgroup io I/O: NumPy files and PyTorch state_dicts
+/// @brief `.npy` files in and out, `nn.MultiheadAttention`'s weights and
+///        masks.
 ///
-/// Every file is checked first: the magic string, the header, the dtype,
+/// Every `.npy` file is checked first: the magic string, the header, the dtype,
 /// and that the file really holds as many bytes as its shape says. A bad
 /// file throws std::invalid_argument naming the file and what is wrong.
 /// @{
@@ -68,4 +69,4 @@ void save_npy(const std::string& path, const T& t);
 
 }  // namespace mha
 
-#include "mha/npy_save.hpp"
+#include "mha/io/npy_save.hpp"

@@ -1,11 +1,11 @@
 // PyTorch interop: state_dict files in and out, masks with PyTorch's polarity.
-#include "mha/torch_io.hpp"
+#include "mha/io/torch_io.hpp"
 
 #include <algorithm>
 
 #include <xtensor/xview.hpp>
 
-#include "mha/npy.hpp"
+#include "mha/io/npy.hpp"
 
 namespace mha {
 

@@ -1,6 +1,6 @@
 // .npy files: the header is read and checked here, byte by byte, before
 // xt::load_npy is trusted with the data.
-#include "mha/npy.hpp"
+#include "mha/io/npy.hpp"
 
 #include <algorithm>
 #include <fstream>

@@ -9,8 +9,7 @@
 
 namespace mha {
 
-/// @defgroup torch_io PyTorch interop
-/// @brief Weights and masks saved from `torch.nn.MultiheadAttention`.
+/// @addtogroup io
 /// @{
 
 /// Loads `torch.nn.MultiheadAttention(E, H)` weights saved as

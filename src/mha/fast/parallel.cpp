@@ -1,10 +1,10 @@
 // parallel_for with std::thread: one contiguous chunk per core.
 //
-// The core does its own threading and keeps OpenBLAS to one thread: when
+// The engine does its own threading and keeps OpenBLAS to one thread: when
 // OpenBLAS runs its own worker threads, they keep spinning for a while after
 // each call and take the cores from ours (measured here: the (batch, head)
 // loop then ran no faster on two threads than on one).
-#include "mha/parallel.hpp"
+#include "mha/fast/parallel.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -16,7 +16,7 @@
 // and the BLAS is left alone.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
-namespace mha {
+namespace mha::fast {
 
 namespace {
 
@@ -60,4 +60,4 @@ void parallel_for(std::size_t n,
     for (std::thread& t : threads) t.join();
 }
 
-}  // namespace mha
+}  // namespace mha::fast

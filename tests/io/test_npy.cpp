@@ -1,4 +1,4 @@
-// Tests for mha/npy.hpp: good files load, bad ones are refused by name.
+// Tests for mha/io/npy.hpp: good files load, bad ones are refused by name.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -7,7 +7,7 @@
 
 #include <xtensor/xnpy.hpp>
 
-#include "mha/npy.hpp"
+#include "mha/io/npy.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-// Tests for mha/torch_io.hpp: the committed PyTorch parity fixtures
+// Tests for mha/io/torch_io.hpp: the committed PyTorch parity fixtures
 // (tests/data/parity, written by tests/pytorch/make_parity_fixtures.py),
 // the state_dict round trip, and PyTorch's initialiser.
 #include <doctest/doctest.h>
@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "mha/npy.hpp"
-#include "mha/torch_io.hpp"
+#include "mha/io/npy.hpp"
+#include "mha/io/torch_io.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,8 +1,9 @@
 // The softmax of one row, written once with GCC/Clang vector types of
 // MHA_LANES floats and compiled twice: 4 lanes in softmax.cpp (SSE2, every
 // x86-64) and 8 in softmax_avx2.cpp (AVX2 + FMA), which softmax_row() picks
-// at run time when the processor has it. Private to the core: each of the
-// two files defines MHA_LANES and includes this once.
+// at run time when the processor has it. Private to the engine: each of the
+// two files defines MHA_LANES and includes this once. The plain softmax it
+// must agree with is mha::softmax_row() (src/mha/softmax.cpp).
 //
 // Everything here has internal linkage (an unnamed namespace), so that the
 // AVX2 build of a helper can never be linked in place of the plain one.
@@ -15,7 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace mha {
+namespace mha::fast {
 namespace {
 
 constexpr int W = MHA_LANES;
@@ -31,8 +32,8 @@ inline F load(const float* p) {
 inline void store(float* p, F v) { std::memcpy(p, &v, sizeof v); }
 
 // Folds the W lanes of v into one with op, in halves: a tree log2(W) steps
-// deep rather than a chain of W - 1 (on rows of 16-64 keys, as under a
-// causal mask at T = 64, the chains were a tenth of the softmax's time).
+// deep rather than a chain of W - 1, which short rows (a causal mask's)
+// would wait on.
 template <class Op>
 inline float fold(F v, Op op) {
     float a[W];
@@ -50,9 +51,8 @@ inline T max2(T a, T b) { return a > b ? a : b; }
 // |r| <= ln2 / 2; then e^x = 2^k e^r. ln2 is split in two (Cody-Waite) so
 // that k ln2 is exact enough. e^r comes from a degree-6 polynomial fitted
 // for the smallest worst relative error on that range (scripts/fit_exp.py:
-// 4e-9, far below float's 6e-8; the degree-7 Taylor series it replaced
-// was 7e-9 and one multiply-add longer). Whole, e^x is within 1e-7
-// relative down to -87.3 (tests/test_softmax.cpp).
+// 4e-9, far below float's 6e-8). Whole, e^x is within 1e-7 relative down
+// to -87.3 (tests/fast/test_softmax_kernel.cpp).
 //
 // No branch and one select, since this runs once per score:
 // - Rounding: adding 1.5 * 2^23 pushes the fraction out of a float, so
@@ -127,4 +127,4 @@ void softmax_row_kernel(float* row, std::size_t n) {
 }
 
 }  // namespace
-}  // namespace mha
+}  // namespace mha::fast

@@ -1,0 +1,140 @@
+// One (sequence, head) pair of the forward, a block of query rows at a time.
+//
+// Tq / Tk = queries / keys, D = head_dim, E = embed_dim (the rows' stride).
+#include "mha/fast/attend_head.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "mha/fast/blas.hpp"
+#include "mha/fast/packed_gemm.hpp"
+#include "mha/fast/softmax.hpp"
+
+namespace mha::fast {
+
+namespace {
+
+// Query rows per block: 64 rows of 2048 scores are 512 KiB, an L2 cache.
+constexpr std::size_t kRowBlock = 64;
+// Query rows per block when masked keys may be skipped and the keys are
+// few: each block stops at the last key its own rows see, so smaller
+// blocks skip more of a causal mask's upper right triangle (at T = 64,
+// 37% of the per-head work, where 64-row blocks skip none).
+constexpr std::size_t kSkipRowBlock = 16;
+constexpr std::size_t kSkipMaxKeys = 512;
+
+// How many leading key columns a block of query rows needs: past the last
+// key that any of its rows may see, every weight is exactly 0. The last
+// rows usually see the most, so they go first, and the others only check
+// the columns past them.
+std::size_t visible_columns(const Mask& mask, std::size_t b, std::size_t h,
+                            std::size_t i0, std::size_t rows, std::size_t Tk) {
+    std::size_t cols = 0;
+    for (std::size_t r = rows; r-- > 0;) {
+        const bool* keep = mask_row(mask, b, h, i0 + r);
+        unsigned char any = 0;
+        for (std::size_t j = cols; j < Tk; ++j) any |= keep[j];
+        if (any == 0) continue;
+        std::size_t last = Tk;
+        while (!keep[last - 1]) --last;
+        cols = last;
+    }
+    return cols;
+}
+
+// One past the last row of a [Tk, D] block (rows E apart) that holds a NaN
+// or an Inf; 0 when all are finite. Skipped columns must not hide them: a
+// weight of 0 times NaN is NaN, with or without skipping. A float is Inf or
+// NaN when its exponent bits are all ones; without the sign bit, adding one
+// to the exponent then carries into the top bit, and only for them, so
+// OR-ing those sums over a row keeps any such carry (integer adds and ORs,
+// which the compiler does 4 floats at a time on any x86-64).
+std::size_t past_last_nonfinite(const float* v, std::size_t Tk, std::size_t D,
+                                std::size_t E) {
+    constexpr std::uint32_t kNoSign = 0x7fffffffu, kExponentOne = 0x00800000u;
+    for (std::size_t j = Tk; j > 0; --j) {
+        const float* row = v + (j - 1) * E;
+        std::uint32_t carry = 0;
+        for (std::size_t d = 0; d < D; ++d) {
+            std::uint32_t bits;
+            std::memcpy(&bits, row + d, sizeof bits);
+            carry |= (bits & kNoSign) + kExponentOne;
+        }
+        if (carry & 0x80000000u) return j;
+    }
+    return 0;
+}
+
+}  // namespace
+
+std::size_t panel_floats(std::size_t Tk, std::size_t D) {
+    return packed_floats(D, Tk) + packed_floats(Tk, D);
+}
+
+void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
+                 const Mask* mask, float fill, const Tensor4* score_bias) {
+    const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E;
+    // Masked columns can be skipped only when they get exactly 0 weight.
+    const bool may_skip = mask != nullptr && fill == kNegInf;
+    std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
+    // K^T and V, packed once for all of this head's query blocks.
+    float* const kt = x.panels;
+    float* const vp = kt != nullptr ? kt + packed_floats(D, Tk) : nullptr;
+    if (kt != nullptr) {
+        pack_panels(x.k, E, true, D, Tk, kt);
+        pack_panels(x.v, E, false, Tk, D, vp);
+    }
+    const std::size_t block = may_skip && Tk <= kSkipMaxKeys ? kSkipRowBlock : kRowBlock;
+    for (std::size_t i0 = 0; i0 < Tq; i0 += block) {
+        const std::size_t rows = std::min(block, Tq - i0);
+        float* w = x.weights + i0 * Tk;  // [rows, Tk]
+        std::size_t cols = Tk;           // key columns this block computes
+        if (may_skip) {
+            cols = visible_columns(*mask, b, h, i0, rows, Tk);
+            if (cols < Tk) {
+                if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, E);
+                cols = std::max(cols, v_bad);
+            }
+        }
+        if (cols == 0) {  // every key masked for every row: attend to nothing
+            std::fill(w, w + rows * Tk, 0.0f);
+            for (std::size_t r = 0; r < rows; ++r)
+                std::fill(x.context + (i0 + r) * E, x.context + (i0 + r) * E + D, 0.0f);
+            continue;
+        }
+        // 1) scores: [rows, D] x [D, cols] -> [rows, cols], times 1/sqrt(D)
+        if (kt != nullptr) {
+            packed_gemm(x.q + i0 * E, E, rows, D, kt, D, cols, w, Tk, s.scale);
+        } else {
+            gemm({x.q + i0 * E, rows, D, E}, false, {x.k, cols, D, E}, true, w, Tk, s.scale);
+        }
+        // 2) bias, mask and softmax, one query row at a time
+        for (std::size_t i = i0; i < i0 + rows; ++i) {
+            float* row = w + (i - i0) * Tk;
+            if (score_bias != nullptr) {
+                const float* add = broadcast_row(*score_bias, b, h, i);
+                for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
+            }
+            if (mask != nullptr) {
+                // The bools read as bytes (which they are): the compiler then
+                // does 16 at a time without a branch, which it does not for
+                // bool, and a branch mispredicted at every row's diagonal.
+                const auto* keep =
+                    reinterpret_cast<const unsigned char*>(mask_row(*mask, b, h, i));
+                for (std::size_t j = 0; j < cols; ++j) row[j] = keep[j] != 0 ? row[j] : fill;
+            }
+            softmax_row(row, cols);
+            std::fill(row + cols, row + Tk, 0.0f);  // the skipped columns
+        }
+        // 3) weights x V: [rows, cols] x [cols, D] -> [rows, D], written
+        //    straight into columns h*D.. of the merged context (rows E apart)
+        if (vp != nullptr) {
+            packed_gemm(w, Tk, rows, cols, vp, Tk, D, x.context + i0 * E, E, 1.0f);
+        } else {
+            gemm({w, rows, cols, Tk}, false, {x.v, cols, D, E}, false, x.context + i0 * E, E);
+        }
+    }
+}
+
+}  // namespace mha::fast

@@ -1,0 +1,60 @@
+/// @file attend_head.hpp
+/// @brief One (sequence, head) pair of the engine's forward: scores, mask,
+///        softmax and weights x V, a block of query rows at a time.
+#pragma once
+
+#include <cstddef>
+
+#include "mha/mask.hpp"
+
+namespace mha::fast {
+
+/// @addtogroup engine
+/// @{
+
+/// One (sequence, head) pair, read in place: head h of a `[T, E]` sequence
+/// is the `T x D` block at column h*D, rows E apart.
+struct Head {
+    const float* q;  ///< `[Tq, D]`, rows E apart
+    const float* k;  ///< `[Tk, D]`, rows E apart
+    const float* v;  ///< `[Tk, D]`, rows E apart
+    float* context;  ///< `[Tq, D]`, rows E apart: columns h*D.. of the merged context
+    float* weights;  ///< `[Tq, Tk]`, contiguous
+    /// Room for K^T and V packed into panels (panel_floats()), or null when
+    /// the products go to BLAS.
+    float* panels;
+};
+
+/// The sizes every head of one call shares.
+struct HeadSizes {
+    std::size_t Tq;  ///< queries
+    std::size_t Tk;  ///< keys
+    std::size_t D;   ///< head_dim
+    std::size_t E;   ///< embed_dim: the distance between rows
+    float scale;     ///< 1 / sqrt(D)
+};
+
+/// Floats of Head::panels for one head: K^T `[D, Tk]` and V `[Tk, D]`, packed.
+/// @param Tk keys
+/// @param D  head_dim
+/// @return   floats
+std::size_t panel_floats(std::size_t Tk, std::size_t D);
+
+/// Scores, bias, mask, softmax and weights x V for head @p h of sequence
+/// @p b, one block of query rows at a time, so that a block's scores stay
+/// in cache from the first product to the second. Under a mask with the
+/// -inf fill, a block stops both products at the last key any of its rows
+/// may see (its weights past there are exactly 0 either way).
+/// @param x    the head's blocks
+/// @param b    the sequence, for the mask and the score bias
+/// @param h    the head, for the mask and the score bias
+/// @param s    the sizes
+/// @param mask nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
+/// @param fill what masked scores become
+/// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
+void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
+                 const Mask* mask, float fill, const Tensor4* score_bias);
+
+/// @}
+
+}  // namespace mha::fast

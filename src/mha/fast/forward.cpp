@@ -1,0 +1,170 @@
+// The engine's forward. It never makes [B, H, T, D] copies: head h of a
+// [B, T, E] tensor is the T x D block at column h*D with rows E apart, and
+// the products read that block in place. The batch goes through in chunks
+// of whole sequences: a chunk's Q, K, V and context stay in cache from its
+// first layer to its last (docs/pages/engine.md).
+//
+// B = batch, Tq / Tk = queries / keys, E = embed_dim, H = heads, D = E / H.
+#include "mha/fast/forward.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+#include "mha/fast/attend_head.hpp"
+#include "mha/fast/memory.hpp"
+#include "mha/fast/packed_gemm.hpp"
+#include "mha/fast/parallel.hpp"
+#include "mha/fast/projections.hpp"
+
+namespace mha::fast {
+
+namespace {
+
+// Rows per chunk: a chunk's Q, K, V and context (4 MiB at E = 512) stay in
+// this machine's L3 cache between its products.
+constexpr std::size_t kChunkRows = 512;
+
+// What every step of one call reads.
+struct Job {
+    const Call& in;
+    const Projections& layers;
+    ForwardTrace& out;
+    std::size_t B, Tq, Tk, E, H;
+    HeadSizes head;
+    bool packed;  // K^T and V packed per head for the packed kernels
+    bool self;    // query, key and value are one tensor
+};
+
+// The chunks of one call: where each starts, and how the cores share them.
+struct Plan {
+    std::size_t per_chunk;            // sequences in a full chunk
+    std::size_t workers;              // cores taking chunks; 1: all inside one
+    std::vector<std::size_t> starts;  // first sequence of each chunk, then B
+    std::size_t chunks() const { return starts.size() - 1; }
+};
+
+// Where one chunk's rows live: [n*Tq, E], [n*Tk, E], [n*Tk, E], [n*Tq, E].
+struct Rows {
+    float *q, *k, *v, *context;
+};
+
+// Plan the chunks. Enough of them: every core takes chunks, each chunk on
+// one core. Few (long sequences): one chunk after another, each using every
+// core inside. When several cores share them, the last chunks shrink (each
+// takes at most 1/(2 workers) of what is left, down to one sequence), so
+// that the cores finish together. The boundaries follow from B, the sizes
+// and the worker count only, never from timing, so every call gives the
+// same bits.
+Plan plan_chunks(std::size_t B, std::size_t Tq, std::size_t Tk) {
+    Plan p;
+    p.per_chunk = std::max<std::size_t>(1, kChunkRows / std::max(Tq, Tk));
+    const std::size_t full_chunks = (B + p.per_chunk - 1) / p.per_chunk;
+    p.workers = full_chunks >= 4 * worker_count() ? worker_count() : 1;
+    for (std::size_t b = 0; b < B;) {
+        p.starts.push_back(b);
+        const std::size_t left = B - b;
+        const std::size_t share = p.workers > 1 ? left / (2 * p.workers) : p.per_chunk;
+        b += std::min(p.per_chunk, std::max<std::size_t>(1, share));
+    }
+    p.starts.push_back(B);
+    return p;
+}
+
+// Scores, mask, softmax and weights x V for every (sequence, head) pair of
+// the chunk of n sequences from b0, each independent of the others. With
+// one chunk at a time on every core, each core takes the next pair nobody
+// has taken.
+void attend_heads(const Job& job, const Rows& rows, std::size_t b0, std::size_t n) {
+    const std::size_t Tq = job.Tq, Tk = job.Tk, E = job.E, H = job.H, D = job.head.D;
+    std::atomic<std::size_t> next_pair{0};
+    parallel_for(std::min(n * H, worker_count()), [&](std::size_t, std::size_t) {
+        Buffer panels(job.packed ? panel_floats(Tk, D) : 0);
+        for (std::size_t bh; (bh = next_pair++) < n * H;) {
+            const std::size_t b = bh / H, h = bh % H;
+            const Head head{rows.q + b * Tq * E + h * D,        // [Tq, D], rows E apart
+                            rows.k + b * Tk * E + h * D,        // [Tk, D]
+                            rows.v + b * Tk * E + h * D,        // [Tk, D]
+                            rows.context + b * Tq * E + h * D,  // [Tq, D]
+                            &job.out.weights(b0 + b, h, 0, 0),  // [Tq, Tk]
+                            job.packed ? panels.data() : nullptr};
+            attend_head(head, b0 + b, h, job.head, job.in.mask, job.in.fill,
+                        job.in.score_bias);
+        }
+    });
+}
+
+// Run one chunk: the n sequences from b0, through every stage.
+void run_chunk(const Job& job, const Rows& rows, std::size_t b0, std::size_t n) {
+    const std::size_t Tq = job.Tq, Tk = job.Tk, E = job.E;
+    // 1) the three projections (one pass over the rows when they read one input)
+    float* const qkv[3] = {rows.q, rows.k, rows.v};
+    const float* xq = job.in.query.data() + b0 * Tq * E;
+    if (job.self) {
+        job.layers.run(xq, n * Tq, 0, 3, qkv);
+    } else {
+        job.layers.run(xq, n * Tq, 0, 1, qkv);
+        job.layers.run(job.in.key.data() + b0 * Tk * E, n * Tk, 1, 1, qkv + 1);
+        job.layers.run(job.in.value.data() + b0 * Tk * E, n * Tk, 2, 1, qkv + 2);
+    }
+    // 2) scores, mask, softmax, weights x V, per (sequence, head)
+    attend_heads(job, rows, b0, n);
+    // 3) the output layer
+    float* const out = job.out.output.data() + b0 * Tq * E;
+    job.layers.run(rows.context, n * Tq, 3, 1, &out);
+}
+
+}  // namespace
+
+void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool keep) {
+    m.check_inputs(in.query, in.key, in.value);
+    const std::size_t B = in.query.shape(0), Tq = in.query.shape(1);
+    const std::size_t Tk = in.key.shape(1), E = m.embed_dim(), H = m.num_heads();
+    if (in.mask != nullptr) check_mask(*in.mask, B, H, Tq, Tk);
+    if (in.score_bias != nullptr) check_score_bias(*in.score_bias, B, H, Tq, Tk);
+    keep_freed_memory();  // so that the next call gets these blocks back
+
+    resize_to(t.weights, {B, H, Tq, Tk});
+    resize_to(t.output, {B, Tq, E});
+    if (keep) {
+        resize_to(t.q, {B, Tq, E});
+        resize_to(t.k, {B, Tk, E});
+        resize_to(t.v, {B, Tk, E});
+        resize_to(t.context, {B, Tq, E});
+    } else {
+        t.q = t.k = t.v = t.context = Tensor3();
+    }
+    const bool packed = packed_products_on();  // else BLAS for every product
+    const Projections layers(m.wq, m.wk, m.wv, m.w_o, E, packed);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(m.head_dim()));
+    const bool self = in.query.data() == in.key.data() && in.key.data() == in.value.data();
+    const Job job{in, layers, t, B, Tq, Tk, E, H, {Tq, Tk, m.head_dim(), E, scale},
+                  packed, self};
+
+    const Plan plan = plan_chunks(B, Tq, Tk);
+    // Each worker takes the next chunk nobody has taken, so a core that runs
+    // slower (these are shared virtual cores) takes fewer. A chunk's
+    // boundaries do not depend on who takes it, so neither do the results.
+    std::atomic<std::size_t> next_chunk{0};
+    parallel_for(plan.workers, [&](std::size_t, std::size_t) {
+        Buffer scratch;  // this worker's chunk rows, reused chunk to chunk
+        for (std::size_t c; (c = next_chunk++) < plan.chunks();) {
+            const std::size_t b0 = plan.starts[c], n = plan.starts[c + 1] - b0;
+            Rows rows;
+            if (keep) {
+                rows = {t.q.data() + b0 * Tq * E, t.k.data() + b0 * Tk * E,
+                        t.v.data() + b0 * Tk * E, t.context.data() + b0 * Tq * E};
+            } else {
+                scratch.resize(2 * plan.per_chunk * (Tq + Tk) * E);
+                rows.q = scratch.data();
+                rows.k = rows.q + n * Tq * E;
+                rows.v = rows.k + n * Tk * E;
+                rows.context = rows.v + n * Tk * E;
+            }
+            run_chunk(job, rows, b0, n);
+        }
+    });
+}
+
+}  // namespace mha::fast

@@ -1,0 +1,42 @@
+/// @file forward.hpp
+/// @brief The engine's forward: what MultiHeadAttention::forward() runs.
+#pragma once
+
+#include "mha/attention.hpp"
+
+/// The engine behind MultiHeadAttention::forward(): kernels, threads and
+/// memory (docs/pages/engine.md). Nothing in the teaching core needs it to
+/// be understood; the tests hold the two together.
+namespace mha::fast {
+
+/// @defgroup engine The engine (mha::fast)
+/// @brief The fast forward behind MultiHeadAttention::forward(): chunks of
+///        the batch in cache, packed kernels, causal skipping, threads.
+/// @{
+
+/// One forward call's arguments, as MultiHeadAttention::forward() takes them.
+struct Call {
+    const Tensor3& query;       ///< `[B, Tq, E]`
+    const Tensor3& key;         ///< `[B, Tk, E]`
+    const Tensor3& value;       ///< `[B, Tk, E]`
+    const Mask* mask;           ///< nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`
+    float fill;                 ///< what masked scores become
+    const Tensor4* score_bias;  ///< nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`
+};
+
+/// The forward of @p m into @p t: its output and weights always, and with
+/// @p keep its projections and context too (otherwise those exist only a
+/// chunk of the batch at a time, in a small buffer per worker, and t's are
+/// left empty). t's tensors keep their memory when their shapes fit.
+/// The same numbers as MultiHeadAttention::forward_stages(), within float
+/// rounding; the same bits on every call with the same worker count.
+/// @param m    the module
+/// @param call the inputs, mask, fill and score bias
+/// @param t    where the results go; any shapes on entry
+/// @param keep keep q, k, v and the context in @p t
+/// @throws std::invalid_argument naming the shapes when they do not fit.
+void forward(const MultiHeadAttention& m, const Call& call, ForwardTrace& t, bool keep);
+
+/// @}
+
+}  // namespace mha::fast

@@ -1,0 +1,164 @@
+// Tests for mha/fast/forward.hpp: the engine's forward against the oracle on
+// shapes across its chunks and query blocks, its buffers, and its promise
+// of the same bits on every call. (The module's contract, and forward()
+// against forward_stages(): tests/test_attention.cpp.)
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include <xtensor/xview.hpp>
+
+#include "mha/fast/parallel.hpp"
+#include "mha/reference.hpp"
+
+namespace {
+
+// Fast path against the oracle: unit-scale data (randn inputs, Xavier
+// weights), so float rounding in different summation orders stays < 2e-5.
+constexpr double kTol = 2e-5;
+
+struct Case {
+    std::size_t B, Tq, Tk, E, H;
+};
+
+}  // namespace
+
+TEST_CASE("forward equals the plain-loop oracle on many shapes" *
+          doctest::test_suite("oracle")) {
+    const std::vector<Case> cases = {
+        {1, 1, 1, 1, 1},  {1, 1, 1, 8, 8},  {1, 4, 4, 8, 2},   {2, 5, 5, 12, 3},
+        {3, 7, 7, 16, 1}, {2, 3, 9, 16, 4}, {1, 9, 2, 6, 6},   {4, 6, 6, 32, 8},
+        {2, 16, 16, 64, 8}, {1, 1, 5, 4, 2}, {5, 3, 3, 10, 5}, {2, 33, 17, 24, 6},
+        // The batch goes through in chunks of about 512 rows: many chunks
+        // with a short last one (each worker takes the next), and a few
+        // long sequences (one chunk at a time, its heads across workers),
+        // with several query blocks (16 rows under a mask when Tk <= 512,
+        // else 64) and a short last block.
+        {65, 64, 64, 8, 2}, {210, 10, 20, 8, 4}, {3, 300, 300, 8, 2}, {2, 70, 130, 8, 4},
+        {1, 70, 600, 8, 2}};
+    std::uint64_t seed = 100;
+    for (const Case& c : cases) {
+        for (int masked = 0; masked < 3; ++masked) {
+            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.E);
+            CAPTURE(c.H); CAPTURE(masked);
+            mha::Rng rng(++seed);
+            const mha::MultiHeadAttention m(c.E, c.H, mha::Init::xavier(seed));
+            const mha::Tensor3 q = mha::randn(c.B, c.Tq, c.E, rng);
+            const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+            const mha::Tensor3 v = mha::randn(c.B, c.Tk, c.E, rng);
+            std::vector<std::size_t> lengths;
+            // Sequence 0 is all padding: fully masked rows, zero weights
+            // with -inf, uniform with -1e10 (the fill alternates by case).
+            for (std::size_t b = 0; b < c.B; ++b)
+                lengths.push_back(b == 0 ? 0 : 1 + b % c.Tk);
+            const float fill = seed % 2 == 0 ? mha::kNegInf : -1e10f;
+            mha::Mask mask;
+            if (masked == 1) mask = mha::causal_mask(c.Tq, c.Tk);
+            if (masked == 2)
+                mask = mha::combine_masks(mha::causal_mask(c.Tq, c.Tk),
+                                          mha::padding_mask(lengths, c.Tk));
+            const mha::Mask* mp = masked ? &mask : nullptr;
+            CAPTURE(fill);
+            const auto fast = m.forward(q, kv, v, mp, fill);
+            const auto ref = mha::reference_forward(m, q, kv, v, mp, fill);
+            CHECK(mha::shape_of(fast.output) == mha::shape_of(q));
+            CHECK(fast.weights.shape(1) == c.H);
+            CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
+            CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
+        }
+    }
+}
+
+TEST_CASE("forward with an additive score bias equals the oracle" *
+          doctest::test_suite("oracle")) {
+    mha::Rng rng(61);
+    const mha::MultiHeadAttention m(12, 3, mha::Init::xavier(61));
+    const mha::Tensor3 q = mha::randn(2, 4, 12, rng), kv = mha::randn(2, 6, 12, rng);
+    mha::Tensor4 bias({2, 1, 4, 6});  // per batch, shared by the heads
+    for (float& x : bias) x = rng.normal();
+    const mha::Mask causal = mha::causal_mask(4, 6);
+    const auto fast = m.forward(q, kv, kv, &causal, mha::kNegInf, &bias);
+    const auto ref = mha::reference_forward(m, q, kv, kv, &causal, mha::kNegInf, &bias);
+    CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
+    CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
+    // and the bias matters: without it the weights differ
+    CHECK(mha::max_abs_diff(m.forward(q, kv, kv, &causal).weights, fast.weights) > 1e-3);
+    const mha::Tensor4 wrong({2, 2, 4, 6});
+    CHECK_THROWS_WITH_AS(m.forward(q, kv, kv, nullptr, mha::kNegInf, &wrong),
+                         doctest::Contains("score bias [2, 2, 4, 6] does not fit"),
+                         std::invalid_argument);
+}
+
+TEST_CASE("trace_into and forward_into reuse their buffers, with forward's numbers") {
+    mha::Rng rng(91);
+    const mha::MultiHeadAttention m(12, 3, mha::Init::xavier(91));
+    const mha::Mask causal = mha::causal_mask(5, 5);
+    mha::ForwardTrace t;
+    mha::AttentionOutput o;
+    for (std::size_t b : {2, 2, 3, 2}) {  // same shape twice, then others
+        CAPTURE(b);
+        const mha::Tensor3 x = mha::randn(b, 5, 12, rng);
+        const bool same = t.weights.size() == b * 3 * 25;
+        const float* kept = t.weights.data();
+        const float* kept_w = o.weights.data();
+        const float* kept_out = o.output.data();
+        m.trace_into(t, x, x, x, &causal);
+        m.forward_into(o, x, x, x, &causal);
+        if (same) {  // no new memory
+            CHECK(t.weights.data() == kept);
+            CHECK(o.weights.data() == kept_w);
+            CHECK(o.output.data() == kept_out);
+        }
+        const auto fresh = m.forward(x, x, x, &causal);
+        CHECK(mha::max_abs_diff(t.output, fresh.output) == 0.0);
+        CHECK(mha::max_abs_diff(t.weights, fresh.weights) == 0.0);
+        CHECK(mha::max_abs_diff(o.output, fresh.output) == 0.0);
+        CHECK(mha::max_abs_diff(o.weights, fresh.weights) == 0.0);
+    }
+}
+
+TEST_CASE("forward gives the same bits on every call, whichever core takes a chunk") {
+    // Enough sequences for the batch to go through in chunks, one core
+    // taking the next chunk nobody has taken: which core takes which chunk
+    // changes from call to call, and must not change a single bit. (Had the
+    // chunks' boundaries followed the timing, results would differ in the
+    // last bits: BLAS rounds [M, E] x [E, E] differently for different M.)
+    // Chunks hold 8 sequences of 64 (512 rows), and are shared out one at a
+    // time from 4 per worker on: that many, and the smaller last ones, on
+    // any machine.
+    const std::size_t B = 8 * 4 * mha::fast::worker_count() + 3;
+    mha::Rng rng(17);
+    const mha::MultiHeadAttention m(256, 4, mha::Init::xavier(17));
+    const mha::Tensor3 x = mha::randn(B, 64, 256, rng);
+    const mha::Mask causal = mha::causal_mask(64, 64);
+    const auto first = m.forward(x, x, x, &causal);
+    mha::AttentionOutput again;
+    for (int call = 0; call < 12; ++call) {
+        CAPTURE(call);
+        m.forward_into(again, x, x, x, &causal);
+        REQUIRE(mha::max_abs_diff(again.output, first.output) == 0.0);
+        REQUIRE(mha::max_abs_diff(again.weights, first.weights) == 0.0);
+    }
+}
+
+TEST_CASE("forward: every sequence of a chunked batch, the last chunks' too, as if alone") {
+    // A batch in chunks of 8 sequences whose last chunks shrink to one
+    // sequence (plan_chunks() in fast/forward.cpp): a sequence skipped, done
+    // twice or read from the wrong rows would not match its forward alone.
+    const std::size_t B = 8 * 4 * mha::fast::worker_count() + 5, T = 64, E = 256;
+    mha::Rng rng(19);
+    const mha::MultiHeadAttention m(E, 4, mha::Init::xavier(19));
+    const mha::Tensor3 x = mha::randn(B, T, E, rng);
+    const mha::Mask causal = mha::causal_mask(T, T);
+    const auto all = m.forward(x, x, x, &causal);
+    for (std::size_t b : {std::size_t{0}, B / 2, B - 9, B - 5, B - 3, B - 2, B - 1}) {
+        CAPTURE(b);
+        const mha::Tensor3 one = xt::view(x, xt::range(b, b + 1));
+        const auto alone = m.forward(one, one, one, &causal);
+        // the same sums, over different row counts in BLAS: a few ulps apart
+        CHECK(mha::max_abs_diff(alone.output, xt::view(all.output, xt::range(b, b + 1))) < 1e-5);
+        CHECK(mha::max_abs_diff(alone.weights, xt::view(all.weights, xt::range(b, b + 1))) < 1e-6);
+    }
+}

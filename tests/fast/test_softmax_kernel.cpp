@@ -1,0 +1,133 @@
+// Tests for mha/fast/softmax.hpp: the engine's softmax kernel, in both
+// builds, against exp() in double and against the plain softmax of stage 5
+// (mha::softmax_row), and its own e^x alone.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../worst.hpp"
+#include "mha/fast/softmax.hpp"
+#include "mha/init.hpp"
+#include "mha/softmax.hpp"
+
+// The 4-lane build of the kernel, compiled into this test: on a machine with
+// AVX2, fast::softmax_row() runs the 8-lane build instead, and both must
+// give the same weights.
+#define MHA_LANES 4
+#include "mha/fast/softmax_kernel.hpp"
+
+TEST_CASE("exp_nonpositive: 1e-7 relative down to -87.3, exactly 0 from -87.7 down") {
+    // The kernel's own e^x (the 4-lane build), four values per call.
+    auto exp4 = [](float a, float b, float c, float d) {
+        return mha::fast::exp_nonpositive(mha::fast::F{a, b, c, d});
+    };
+    double worst = 0;
+    mha::Rng rng(3);
+    for (int i = 0; i < 200000; ++i) {
+        // Evenly down to -87.3, and as many again in [-3, 0], where the
+        // weights that matter are.
+        const float x[4] = {-87.3f * float(i) / 200000, rng.uniform(-3.0f, 0.0f),
+                            -87.3f * (float(i) + 0.5f) / 200000, -rng.uniform(0.0f, 1e-3f)};
+        const mha::fast::F y = exp4(x[0], x[1], x[2], x[3]);
+        for (int l = 0; l < 4; ++l) {
+            const double want = std::exp(double(x[l]));
+            mha_test::keep_worst(worst, std::abs(y[l] - want) / want);
+        }
+    }
+    CHECK(worst < 1e-7);
+    // Subnormal results, just above where they flush to 0: still right, to
+    // a few units of the smallest subnormal (1.4e-45).
+    for (float x = -87.65f; x < -87.3f; x += 0.01f) {
+        CAPTURE(x);
+        CHECK(std::abs(exp4(x, x, x, x)[0] - std::exp(double(x))) < 5e-45);
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    const mha::fast::F zeros = exp4(-87.7f, -88.0f, -1e30f, -inf);
+    for (int l = 0; l < 4; ++l) CHECK(zeros[l] == 0.0f);
+    const mha::fast::F edges = exp4(0.0f, -0.0f, NAN, -1e-30f);
+    CHECK(edges[0] == 1.0f);
+    CHECK(edges[1] == 1.0f);
+    CHECK(std::isnan(edges[2]));
+    CHECK(edges[3] == 1.0f);
+}
+
+TEST_CASE("softmax kernel: both builds against exp() in double, long rows") {
+    // Rows long enough to use the vector loops (8 or 16 at a time) and their
+    // leftovers; scores in [-30, 10], some -inf (masked). Tolerance: each
+    // e^x is within 2e-7 relative, so a weight (<= 1) is within 1e-6.
+    mha::Rng rng(5);
+    for (std::size_t n : {1, 3, 7, 8, 15, 16, 17, 31, 64, 100, 2048}) {
+        CAPTURE(n);
+        std::vector<float> s(n);
+        for (std::size_t j = 0; j < n; ++j) {
+            s[j] = rng.uniform(-30.0f, 10.0f);
+            if (j % 5 == 3) s[j] = -std::numeric_limits<float>::infinity();
+        }
+        double max = -INFINITY, sum = 0;
+        for (float x : s) max = std::max(max, double(x));
+        for (float x : s) sum += std::exp(double(x) - max);
+        std::vector<float> fast = s, four = s;
+        mha::fast::softmax_row(fast.data(), n);
+        mha::fast::softmax_row_kernel(four.data(), n);
+        double worst = 0;
+        for (std::size_t j = 0; j < n; ++j) {
+            const double want = std::exp(double(s[j]) - max) / sum;
+            mha_test::keep_worst(worst, std::abs(fast[j] - want));
+            mha_test::keep_worst(worst, std::abs(four[j] - want));
+            if (j % 5 == 3) CHECK((fast[j] == 0.0f && four[j] == 0.0f));
+        }
+        CHECK(worst < 1e-6);
+    }
+}
+
+TEST_CASE("softmax kernel: long fully masked and NaN rows, in both builds") {
+    for (int build = 0; build < 2; ++build) {
+        CAPTURE(build);
+        auto run = [build](std::vector<float>& row) {
+            if (build == 0) mha::fast::softmax_row(row.data(), row.size());
+            else mha::fast::softmax_row_kernel(row.data(), row.size());
+        };
+        std::vector<float> masked(37, -std::numeric_limits<float>::infinity());
+        run(masked);
+        for (float w : masked) CHECK(w == 0.0f);
+        std::vector<float> nan_row(37, 0.5f);
+        nan_row[9] = NAN;  // inside the vector loop, not the leftovers
+        run(nan_row);
+        for (float w : nan_row) CHECK(std::isnan(w));
+        std::vector<float> nan_masked(37, -std::numeric_limits<float>::infinity());
+        nan_masked[20] = NAN;  // the max misses it; the row is still NaN
+        run(nan_masked);
+        for (float w : nan_masked) CHECK(std::isnan(w));
+    }
+}
+
+TEST_CASE("softmax kernel: equals the plain softmax of stage 5, in both builds") {
+    // The same rows through mha::softmax_row (std::exp, plain loops) and
+    // both kernel builds: lengths across the vector steps, scores from -60
+    // to 20 with masked keys, huge logits, and a fully masked row.
+    const float inf = std::numeric_limits<float>::infinity();
+    mha::Rng rng(8);
+    for (std::size_t n : {1, 2, 5, 8, 9, 16, 23, 64, 65, 300}) {
+        for (int kind = 0; kind < 3; ++kind) {
+            CAPTURE(n); CAPTURE(kind);
+            std::vector<float> s(n);
+            for (std::size_t j = 0; j < n; ++j) {
+                s[j] = kind == 1 ? rng.uniform(-1e30f, 1e30f) : rng.uniform(-60.0f, 20.0f);
+                if (kind == 2 || j % 4 == 1) s[j] = -inf;  // kind 2: all masked
+            }
+            std::vector<float> plain = s, fast = s, four = s;
+            mha::softmax_row(plain.data(), n);
+            mha::fast::softmax_row(fast.data(), n);
+            mha::fast::softmax_row_kernel(four.data(), n);
+            double worst = 0;
+            for (std::size_t j = 0; j < n; ++j) {
+                mha_test::keep_worst(worst, std::abs(double(fast[j]) - plain[j]));
+                mha_test::keep_worst(worst, std::abs(double(four[j]) - plain[j]));
+                if (plain[j] == 0.0f) CHECK((fast[j] == 0.0f && four[j] == 0.0f));
+            }
+            CHECK(worst < 1e-6);  // each e^x within 2e-7 relative; weights <= 1
+        }
+    }
+}
