@@ -130,7 +130,7 @@ struct Sgemm {
 };
 
 // Calls f with the forward's products (the layers and the per-head ones)
-// in BLAS instead of the packed kernels (mha/packed_gemm.hpp), then puts
+// in BLAS instead of the packed kernels (mha/fast/packed_gemm.hpp), then puts
 // the setting back.
 void with_blas(const std::function<void()>& f) {
     const bool was = mha::fast::packed_products_on();
@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
         // time an sgemm and a forward side by side, g_runs times, and take
         // the median of each and of their ratio. forward_into is timed in
         // the same turns, and again with every product in BLAS instead of
-        // the packed kernels (mha/packed_gemm.hpp), when those
+        // the packed kernels (mha/fast/packed_gemm.hpp), when those
         // are on (this processor has them, and MHA_PACKED is not 0).
         const bool packed = mha::fast::packed_products_on();
         std::vector<double> fwd_s, peaks, ratios, reuse_s, reuse_ratios, blas_s, blas_ratios;

@@ -23,21 +23,22 @@ int main(int argc, char** argv) {
                             "Q, K, V = wq(X), wk(X), wv(X)"};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
+        const std::size_t H = L.opt.heads;
+        const std::uint64_t seed = L.opt.seed;
 
         L.section("0. The input X and the layers");
-        mha::Rng rng(L.opt.seed);
+        mha::Rng rng(seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
         L.step("X = randn(B, T, E)", "X", X, "X = torch.randn(128, 64, 512)",
                "mha::Tensor3 X = mha::randn(B, T, E, rng);");
         // The module owns wq, wk, wv and w_o; this lesson uses wq, wk, wv.
-        const mha::MultiHeadAttention m(E, L.opt.heads,
-                                        mha::Init::xavier(L.opt.seed));
+        const mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));
         L.step("wq.weight", "wq.weight", m.wq.weight,
                "self.wq = nn.Linear(embed_dim, embed_dim)",
                "mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));",
-               false);
+               lesson::Show::shape_only);
         L.step("wq.bias", "wq.bias", m.wq.bias, "(nn.Linear's own bias)",
-               "m.wq.bias", false);
+               "m.wq.bias", lesson::Show::shape_only);
 
         const double bound = std::sqrt(6.0 / (E + E));
         const double biggest = xt::amax(xt::abs(m.wq.weight))();
@@ -57,14 +58,15 @@ int main(int argc, char** argv) {
         const std::array<std::size_t, 2> rows_shape{B * T, E};
         const mha::Tensor2 rows = xt::reshape_view(X, rows_shape);  // [B*T, E]
         L.step("rows = X.view(B*T, E)", "rows", rows, "x.view(-1, embed_dim)",
-               "Tensor2 rows = xt::reshape_view(X, {B * T, E});", false);
+               "mha::Tensor2 rows = xt::reshape_view(X, rows_shape);",
+               lesson::Show::shape_only);
         // [B*T, E] x [E, E] -> [B*T, E], then + b broadcast over the rows
         const mha::Tensor2 Y =
             xt::linalg::dot(rows, xt::transpose(m.wq.weight)) + m.wq.bias;
         const std::array<std::size_t, 3> back{B, T, E};
         const mha::Tensor3 Q = xt::reshape_view(Y, back);  // [B, T, E]
         L.step("Q = w_q(X)", "Q", Q, "Q = self.wq(query)",
-               "dot(rows, transpose(W)) + b, then reshape_view(Y, {B, T, E})");
+               "xt::linalg::dot(rows, xt::transpose(m.wq.weight)) + m.wq.bias");
 
         L.section("2. K and V: the same layer shape, other weights");
         const mha::Tensor3 K = mha::linear(X, m.wk);  // [B, T, E]

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
         const auto viewed = xt::reshape_view(Q, bthd);  // [B, T, H, D], no copy
         L.step("q.view(B, T, H, D)", "q", viewed,
                "q = q.view(batch, time, self.n_head, n_d)",
-               "auto viewed = xt::reshape_view(Q, {B, T, H, D});");
+               "auto viewed = xt::reshape_view(Q, bthd);");
 
         L.section("3. permute(0, 2, 1, 3): heads before time");
         // Attention works on the last two axes, [T, D], once per (batch, head),
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
         // to a container makes the copy that .contiguous() would make.
         const mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});  // [B,H,T,D]
         L.step("q.permute(0, 2, 1, 3)", "q", Qh, ".permute(0, 2, 1, 3)",
-               "Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});");
+               "mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});");
         if (T == D) {
             L.say("Careful: here T = D = " + std::to_string(T) + ", so the shape "
                   + mha::shape_of(Qh) + " hides which " + std::to_string(T) +
@@ -64,9 +64,9 @@ int main(int argc, char** argv) {
 
         L.section("4. The same for K and V, by the core");
         const mha::Tensor4 Kh = mha::split_heads(mha::linear(X, m.wk), H);
-        L.recap("k = split(w_k(X))", "k", Kh, "mha::split_heads(K, H)");
+        L.recap("k = split(w_k(X))", "k", Kh, "mha::split_heads(mha::linear(X, m.wk), H)");
         const mha::Tensor4 Vh = mha::split_heads(mha::linear(X, m.wv), H);
-        L.recap("v = split(w_v(X))", "v", Vh, "mha::split_heads(V, H)");
+        L.recap("v = split(w_v(X))", "v", Vh, "mha::split_heads(mha::linear(X, m.wv), H)");
 
         return L.check("mha::split_heads(Q, H)",
                        mha::max_abs_diff(Qh, mha::split_heads(Q, H)), 0.0);

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
                 xt::view(raw, b, h) = xt::linalg::dot(q, xt::transpose(k));
             }
         L.step("q @ k.transpose(2, 3)", "raw", raw, "q @ k.transpose(2, 3)",
-               "view(raw, b, h) = dot(view(Q, b, h), transpose(view(K, b, h)))");
+               "xt::view(raw, b, h) = xt::linalg::dot(q, xt::transpose(k));");
         if (T == D) {
             L.say("The two 64s of q, [B, H, T, D], differ: the product keeps T and "
                   "sums over D, so raw is [B, H, Tq, Tk]. Try --time 10.");
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
         L.section("2. Divide by sqrt(D)");
         const mha::Tensor4 S = raw / std::sqrt(static_cast<float>(D));
         L.step("score = raw / sqrt(n_d)", "score", S, "/ math.sqrt(n_d)",
-               "Tensor4 S = raw / std::sqrt(float(D));");
+               "mha::Tensor4 S = raw / std::sqrt(static_cast<float>(D));");
         using lesson::fixed;
         L.say("Why sqrt(D): var(q) = " + fixed(var_of(Q)) + " and var(k) = " +
               fixed(var_of(K)) + ". A dot product adds D = " + std::to_string(D) +

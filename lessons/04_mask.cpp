@@ -33,9 +33,9 @@ int main(int argc, char** argv) {
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
-        const mha::Tensor4 S =
-            mha::scaled_scores(mha::split_heads(mha::linear(X, m.wq), H),
-                               mha::split_heads(mha::linear(X, m.wk), H));
+        const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
+        const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
+        const mha::Tensor4 S = mha::scaled_scores(Q, K);  // [B, H, T, T]
         L.step("score = q k^T / sqrt(n_d)", "score", S, "", "mha::scaled_scores(Q, K)");
 
         L.section("1. The causal mask: torch.tril");
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
             xt::where(xt::reshape_view(tril, one_one_tt), S, fill);
         L.step("score.masked_fill(mask==0, -inf)", "score", masked,
                "score = score.masked_fill(mask == 0, float(\"-inf\"))",
-               "Tensor4 masked = xt::where(mask, S, -INFINITY);");
+               "xt::where(xt::reshape_view(tril, one_one_tt), S, fill)");
         L.say("Why -inf: exp(-inf) = 0, so after the softmax a masked key gets "
               "weight exactly 0. The four-linear-layers article fills -1e10 "
               "instead: exp(-1e10 - max) is 0 in float too, and a row with "
@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
                "mha::Mask pad = mha::padding_mask(lengths, T);");
         const mha::Mask both = mha::combine_masks(mha::causal_mask(T, T), pad);
         L.step("both = tril & pad", "both", both, "",
-               "mha::combine_masks(mha::causal_mask(T, T), pad)", false);
+               "mha::combine_masks(mha::causal_mask(T, T), pad)",
+               lesson::Show::shape_only);
         const std::size_t show = 0;  // the first sequence
         std::vector<std::vector<float>> pgrid(T, std::vector<float>(T));
         for (std::size_t i = 0; i < T; ++i)

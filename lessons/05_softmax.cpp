@@ -33,10 +33,10 @@ int main(int argc, char** argv) {
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
-        const mha::Tensor4 S = mha::apply_mask(
-            mha::scaled_scores(mha::split_heads(mha::linear(X, m.wq), H),
-                               mha::split_heads(mha::linear(X, m.wk), H)),
-            mha::causal_mask(T, T));  // [B, H, T, T]
+        const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
+        const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
+        const mha::Mask causal = mha::causal_mask(T, T);
+        const mha::Tensor4 S = mha::apply_mask(mha::scaled_scores(Q, K), causal);
         L.step("score, causal-masked", "score", S, "",
                "mha::apply_mask(mha::scaled_scores(Q, K), causal)");
 
@@ -48,13 +48,13 @@ int main(int argc, char** argv) {
         const mha::Tensor4 row_max = xt::amax(S, {3}, xt::keep_dims);  // [B,H,T,1]
         L.step("m = score.amax(-1, keepdim=True)", "m", row_max,
                "score.amax(dim=-1, keepdim=True)",
-               "Tensor4 row_max = xt::amax(S, {3}, xt::keep_dims);");
+               "mha::Tensor4 row_max = xt::amax(S, {3}, xt::keep_dims);");
         const mha::Tensor4 e = xt::exp(S - row_max);                  // [B,H,T,T]
         const mha::Tensor4 sum = xt::sum(e, {3}, xt::keep_dims);      // [B,H,T,1]
         const mha::Tensor4 W = e / sum;                               // [B,H,T,T]
         L.step("weights = softmax(score, -1)", "weights", W,
                "self.softmax = nn.Softmax(dim=-1); self.softmax(score)",
-               "Tensor4 W = e / sum;  // e = exp(S - row_max)");
+               "mha::Tensor4 W = e / sum;");
 
         L.section("2. Rows sum to 1, columns do not");
         // One picture: batch 0, head 0. Row i is query i's weights over keys.

@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
         const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
         const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H);
         L.step("v = split(w_v(X))", "v", V, "", "mha::split_heads(mha::linear(X, m.wv), H)");
-        const mha::Tensor4 W = mha::softmax(
-            mha::apply_mask(mha::scaled_scores(Q, K), mha::causal_mask(T, T)));
+        const mha::Mask causal = mha::causal_mask(T, T);
+        const mha::Tensor4 W = mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal));
         L.step("weights = softmax(masked score)", "weights", W, "",
                "mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal))");
 
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
                 xt::view(A, b, h) = xt::linalg::dot(w, v);
             }
         L.step("x = weights @ v", "x", A, "score = self.softmax(score) @ v",
-               "view(A, b, h) = xt::linalg::dot(view(W, b, h), view(V, b, h))");
+               "xt::view(A, b, h) = xt::linalg::dot(w, v);");
         if (T == D) {
             L.say("Here T = D = " + std::to_string(T) + " again: x is [B, H, T, D], "
                   "the weights [B, H, Tq, Tk]. Run --time 10 to tell them apart.");
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
         // Undo lesson 02 in reverse order: time before heads again...
         const mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});  // [B, T, H, D]
         L.step("x.permute(0, 2, 1, 3)", "x", P, "score.permute(0, 2, 1, 3)",
-               "Tensor4 P = xt::transpose(A, {0, 2, 1, 3});", false);
+               "mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});",
+               lesson::Show::shape_only);
         L.say("In PyTorch permute only changes strides, so .contiguous() must copy "
               "before .view() may glue H and D together. In C++, assigning the "
               "transposed view to the Tensor4 P was that copy.");
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
         const mha::Tensor3 merged = xt::reshape_view(P, bte);  // [B, T, E]
         L.step("x.contiguous().view(B, T, E)", "x", merged,
                ".contiguous().view(batch, time, dimension)",
-               "Tensor3 merged = xt::reshape_view(P, {B, T, E});");
+               "mha::Tensor3 merged = xt::reshape_view(P, bte);");
 
         const mha::Tensor3 core = mha::merge_heads(mha::attend(W, V));
         return L.check("mha::merge_heads(mha::attend(W, V))",

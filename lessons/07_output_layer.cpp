@@ -1,8 +1,9 @@
 // Lesson 07: the output layer, and the whole module.
 //
 // Adds: the output layer w_o (fc_out / w_combine in the articles), written
-// out; then the whole forward through mha::MultiHeadAttention, which must
-// give the same numbers as the stages composed by hand.
+// out; then the whole module: forward_stages(), the stages one call per
+// line, and forward(), the same arithmetic in the fast engine; all three
+// must give the same numbers.
 // Mirrors: the handwritten-course article's `output = self.w_combine(score)`,
 // `attention = multi_head_attention(d_model, n_head)`,
 // `output = attention(X, X, X)` and `print(output, output.shape)`; the
@@ -59,21 +60,32 @@ int main(int argc, char** argv) {
         const mha::Tensor3 out = xt::reshape_view(Y, bte);  // [B, T, E]
         L.step("output = w_combine(x)", "output", out,
                "output = self.w_combine(score)  # fc_out in the other article",
-               "dot(rows, transpose(m.w_o.weight)) + m.w_o.bias");
+               "xt::linalg::dot(rows, xt::transpose(m.w_o.weight)) + m.w_o.bias");
 
         L.section("2. The whole module in one call");
-        const mha::AttentionOutput full = m.forward(X, X, X, &causal);
-        L.step("output = attention(X, X, X)", "output", full.output,
+        // forward_stages() is the articles' forward: the calls above, one per
+        // line, in src/mha/attention.cpp.
+        const mha::Stages stages = m.forward_stages(X, X, X, &causal);
+        L.step("output = attention(X, X, X)", "output", stages.output,
                "output = attention(X, X, X)",
-               "auto full = m.forward(X, X, X, &causal);", false);
-        L.step("(and the weights it used)", "weights", full.weights, "",
-               "full.weights", false);
-        L.say("forward() does the same arithmetic without the [B, H, T, D] copies: "
-              "BLAS reads each head as a block of the [B, T, E] tensor in place. "
-              "The check below holds the two ways to the same numbers.");
+               "mha::Stages stages = m.forward_stages(X, X, X, &causal);",
+               lesson::Show::shape_only);
+        int rc = L.check("stages.output, the core's stages",
+                         mha::max_abs_diff(out, stages.output), 1e-6);
 
-        const int rc = L.check("m.forward(X, X, X, &causal).output",
-                               mha::max_abs_diff(out, full.output), 1e-5);
+        L.section("3. The same module, fast");
+        const mha::AttentionOutput fast = m.forward(X, X, X, &causal);
+        L.step("(the fast path)", "output", fast.output, "",
+               "mha::AttentionOutput fast = m.forward(X, X, X, &causal);",
+               lesson::Show::shape_only);
+        L.say("The fast path lives in src/mha/fast/: the same sums, no head "
+              "copies, every core busy.");
+        const double d_out = mha::max_abs_diff(fast.output, stages.output);
+        const double d_w = mha::max_abs_diff(fast.weights, stages.weights);
+        rc |= L.claim("fast.output = stages.output within 1e-5 (max |diff| = " +
+                          lesson::fixed(d_out, 7) + ")", d_out <= 1e-5);
+        rc |= L.claim("fast.weights = stages.weights within 1e-6 (max |diff| = " +
+                          lesson::fixed(d_w, 7) + ")", d_w <= 1e-6);
         std::printf("print(output.shape)  ->  torch.Size(%s)\n",
                     mha::shape_of(out).c_str());
         return rc;

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
         L.section("1. The article's example: only wq.weight is zero");
         mha::MultiHeadAttention a(E, H, mha::Init::xavier(L.opt.seed));
         a.wq.weight.fill(0.0f);
-        L.code("nn.init.zeros_(self.wq.weight)", "m.wq.weight.fill(0.0f);");
+        L.code("nn.init.zeros_(self.wq.weight)", "a.wq.weight.fill(0.0f);");
         const mha::AttentionGrads ga = grads(a, X, target);
         L.say("|dL/dWq| = " + fixed(norm(ga.wq.weight), 5) + ". Q is then wq's "
               "bias for every token, so all queries attend alike, but the "
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
         mha::MultiHeadAttention c(E, H, mha::Init::constant(value, L.opt.seed));
         for (mha::Linear* l : {&c.wq, &c.wk, &c.wv, &c.w_o}) l->bias.fill(0.0f);
         L.code("nn.init.constant_(w, 1 / E); nn.init.zeros_(b)",
-               "mha::Init::constant(1.0f / E), then bias.fill(0.0f)");
+               "mha::MultiHeadAttention c(E, H, mha::Init::constant(value, L.opt.seed));");
         double worst = 0;
         for (int step = 0; step < 5; ++step) {
             const mha::AttentionGrads g = grads(c, X, target);

@@ -51,16 +51,16 @@ int main(int argc, char** argv) {
         const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H);
         const mha::Tensor4 W = mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal));
         const mha::Tensor4 A = mha::attend(W, V);  // [B, H, T, D]
-        L.step("x = weights @ v", "x", A, "", "mha::attend(W, V)", false);
+        L.step("x = weights @ v", "x", A, "", "mha::attend(W, V)", lesson::Show::shape_only);
 
         L.section("1. The right merge and the wrong one");
         const mha::Tensor3 right = mha::merge_heads(A);  // [B, T, E]
         L.step("x.permute(0,2,1,3).contiguous().view", "right", right,
                "x.permute(0, 2, 1, 3).contiguous().view(B, T, E)",
-               "mha::merge_heads(A)", false);
+               "mha::merge_heads(A)", lesson::Show::shape_only);
         const mha::Tensor3 wrong = merge_without_permute(A);  // [B, T, E] too
         L.step("x.view(B, T, E)", "wrong", wrong, "x.view(B, T, E)  # no permute",
-               "xt::reshape_view(A, {B, T, E})", false);
+               "merge_without_permute(A)", lesson::Show::shape_only);
         const double diff = mha::max_abs_diff(right, wrong);
         L.say("Same shape, so nothing complains. But the memory of [B, H, T, D] "
               "holds all of head 0's time steps first: the wrong view puts head "

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
         const mha::Tensor3 right = attention(m, X, causal, false, &right_w);
         const mha::Tensor3 wrong = attention(m, X, causal, true, &wrong_w);
         L.code("torch.softmax(score, dim=-2)",
-               "xt::transpose(mha::softmax(xt::transpose(S, {0, 1, 3, 2})), ...)");
+               "W = xt::transpose(mha::softmax(St), {0, 1, 3, 2});");
         const std::size_t n = std::min<std::size_t>(T, 6);
         double worst_row[2] = {0, 0};  // max |row sum - 1|, dim=-1 and dim=-2
         for (int k = 0; k < 2; ++k) {

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
         const mha::Tensor4 w_inf = mha::softmax(mha::apply_mask(S, causal));
         const mha::Tensor4 w_1e10 = mha::softmax(mha::apply_mask(S, causal, -1e10f));
         const mha::Tensor4 w_1e9 = mha::softmax(mha::apply_mask(S, causal, -1e9f));
+        L.code("energy.masked_fill(mask == 0, -1e10)",
+               "mha::softmax(mha::apply_mask(S, causal, -1e10f))");
         const double d10 = mha::max_abs_diff(w_inf, w_1e10);
         const double d9 = mha::max_abs_diff(w_inf, w_1e9);
         std::printf("causal mask: max |w(-inf) - w(-1e10)| = %.3g, "

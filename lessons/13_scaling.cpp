@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
                     "median |grad| through softmax");
         std::printf("%4s | %7s %7s %7s | %5s %5s %5s | %8s %8s %8s\n", "", "sqrt(D)",
                     "sqrt(E)", "none", "D", "E", "none", "sqrt(D)", "sqrt(E)", "none");
+        L.code("q @ k.transpose(-2, -1) * factor",
+               "mha::scaled_scores(q, k) * float(factor * sqrt_d)");
         Stats first[3], last[3];
         for (std::size_t D = 16; D <= 256; D *= 2) {
             mha::Tensor4 q({n, 1, T, D}), k({n, 1, T, D});

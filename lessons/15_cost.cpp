@@ -61,9 +61,10 @@ int main(int argc, char** argv) {
         const mha::Mask causal = mha::causal_mask(T, T);
 
         L.section("1. Counting FLOPs");
-        const double art = article_count(B, T, E, H), full = full_count(B, T, E, H);
+        const double art = article_count(B, T, E, H);
+        const double full = full_count(B, T, E, H);
         L.code("count_flops(batch_size, seq_len, embed_dim, num_heads)",
-               "8 B T E^2 + 2 B H T^2 D, then + 2 B H T^2 D for weights x V");
+               "article_count(B, T, E, H)");
         std::printf("article's count_flops: %.4g GFLOP\nfull count:            %.4g "
                     "GFLOP (+%.1f%%: the weights x V product it leaves out)\n",
                     art / 1e9, full / 1e9, 100 * (full - art) / art);
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
               std::to_string(sizes - view_wins) + " size(s).") + " The core's "
               "forward() reads each head's Q in place; on processors with AVX2 it "
               "copies K^T and V once per head into the panels its own kernel reads "
-              "(src/mha/packed_gemm.hpp), which is what BLAS does inside every call, "
+              "(src/mha/fast/packed_gemm.hpp), which is what BLAS does inside every call, "
               "done once per head instead of once per block of queries.");
         rc |= L.claim("both ways give identical scores", same);
         return rc;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fits the polynomial that softmax_kernel.hpp uses for e^r on |r| <= ln2/2.
+"""Fits the polynomial that src/mha/fast/softmax_kernel.hpp uses for e^r on |r| <= ln2/2.
 
     /usr/bin/python3 scripts/fit_exp.py   (Debian's python3-numpy)
 

@@ -1,18 +1,25 @@
 // check_lesson: runs one lesson and checks what it printed.
 //
 //   check_lesson [--exit N] [--max-width W] [--expect TEXT]...
-//                [--shapes FILE --lesson NAME] -- PROGRAM [ARGS...]
+//                [--shapes FILE --lesson NAME] [--source FILE]
+//                -- PROGRAM [ARGS...]
 //
 // Fails (exit 1, with the reason) when the program's exit code is not N
 // (default 0), when an output line is wider than W columns (default 90),
-// when a TEXT is not found in the output, or when the shape lines that FILE
-// lists for NAME do not appear in the output in that order. stdout and
-// stderr are checked together.
+// when a TEXT is not found in the output, when the shape lines that FILE
+// lists for NAME do not appear in the output in that order, or when a
+// printed "C++    : " line is not code of the --source file (compared with
+// all whitespace removed, against the file without its comments and string
+// literals, so that the printed string cannot vouch for itself; a line
+// printed as "C++ sketch: " is exempt). stdout and stderr are checked
+// together.
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +38,35 @@ std::string quote(const std::string& s) {
     return q + "'";
 }
 
+// The code of a C++ file: comments and string and character literals
+// removed, then every whitespace character.
+std::string code_only(const std::string& src) {
+    std::string out;
+    for (std::size_t i = 0; i < src.size(); ++i) {
+        const char c = src[i];
+        if (c == '/' && i + 1 < src.size() && src[i + 1] == '/') {
+            while (i < src.size() && src[i] != '\n') ++i;
+        } else if (c == '/' && i + 1 < src.size() && src[i + 1] == '*') {
+            i = src.find("*/", i + 2);
+            if (i == std::string::npos) break;
+            ++i;
+        } else if (c == '"' || c == '\'') {
+            for (++i; i < src.size() && src[i] != c; ++i)
+                if (src[i] == '\\') ++i;
+        } else if (!std::isspace(static_cast<unsigned char>(c))) {
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::string without_spaces(const std::string& s) {
+    std::string out;
+    for (char c : s)
+        if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+    return out;
+}
+
 int fail(const std::string& why) {
     std::fprintf(stderr, "check_lesson: %s\n", why.c_str());
     return 1;
@@ -41,7 +77,7 @@ int fail(const std::string& why) {
 int main(int argc, char** argv) {
     int want_exit = 0, max_width = 90;
     std::vector<std::string> expects;
-    std::string shapes_file, lesson, command;
+    std::string shapes_file, lesson, source_file, command;
     int i = 1;
     for (; i < argc && std::string(argv[i]) != "--"; ++i) {
         const std::string a = argv[i];
@@ -51,6 +87,7 @@ int main(int argc, char** argv) {
         else if (a == "--expect") expects.push_back(argv[++i]);
         else if (a == "--shapes") shapes_file = argv[++i];
         else if (a == "--lesson") lesson = argv[++i];
+        else if (a == "--source") source_file = argv[++i];
         else return fail("unknown flag " + a);
     }
     if (i + 1 >= argc) return fail("usage: check_lesson [flags] -- PROGRAM [ARGS]");
@@ -82,6 +119,26 @@ int main(int argc, char** argv) {
     }
     for (const std::string& e : expects)
         if (out.find(e) == std::string::npos) return fail("missing: " + e);
+    if (!source_file.empty()) {
+        std::ifstream f(source_file);
+        if (!f) return fail("cannot read " + source_file);
+        const std::string code =
+            code_only(std::string(std::istreambuf_iterator<char>(f), {}));
+        const std::string prefix = "    C++    : ";
+        std::istringstream printed(out);
+        std::size_t checked = 0;
+        while (std::getline(printed, line)) {
+            if (line.rfind(prefix, 0) != 0) continue;
+            const std::string shown = line.substr(prefix.size());
+            if (code.find(without_spaces(shown)) == std::string::npos) {
+                return fail("the lesson prints 'C++    : " + shown + "' but " +
+                            source_file + " has no such code (print it as "
+                            "'C++ sketch: ' if it is not the lesson's own)");
+            }
+            ++checked;
+        }
+        if (checked == 0) return fail("no 'C++    : ' line to check in the output");
+    }
     if (!shapes_file.empty()) {
         std::ifstream f(shapes_file);
         if (!f) return fail("cannot read " + shapes_file);

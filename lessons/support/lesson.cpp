@@ -211,6 +211,10 @@ void Lesson::code(const std::string& torch, const std::string& cpp) {
     std::printf("    PyTorch: %s\n    C++    : %s\n", torch.c_str(), cpp.c_str());
 }
 
+void Lesson::sketch(const std::string& torch, const std::string& cpp) {
+    std::printf("    PyTorch: %s\n    C++ sketch: %s\n", torch.c_str(), cpp.c_str());
+}
+
 std::string fixed(double x, int digits) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", digits, x);

@@ -31,6 +31,10 @@ struct Info {
     bool draws = false;
 };
 
+/// What a step shows of its tensor: at --tiny its numbers too, or its shape
+/// only (a tensor too large, or not the point, to print).
+enum class Show { numbers, shape_only };
+
 class Lesson;
 /// Parses the flags, runs @p body, and turns every error into one line and
 /// an exit code: 2 for bad flags or shapes, 1 for anything else.
@@ -62,15 +66,19 @@ public:
     /// A paragraph of prose, wrapped to 88 columns.
     void say(const std::string& text);
     /// The PyTorch line and the C++ line of a step that makes no tensor.
+    /// The C++ line is code of this lesson (tests check it in the source).
     void code(const std::string& torch, const std::string& cpp);
+    /// The same for C++ that is not in the lesson (what it would take, or a
+    /// bug it does not commit): printed as "C++ sketch:".
+    void sketch(const std::string& torch, const std::string& cpp);
     /// A step: `lhs  name.shape = [...]`, then the PyTorch and C++ lines;
-    /// at --tiny also the numbers (when @p numbers is true). With --dump DIR
-    /// the tensor is also written to DIR/NN_name.npy.
+    /// at --tiny also the numbers, unless @p show is Show::shape_only.
+    /// With --dump DIR the tensor is also written to DIR/NN_name.npy.
     template <class T>
     void step(const std::string& lhs, const std::string& name, const T& t,
               const std::string& torch, const std::string& cpp,
-              bool numbers = true) {
-        const bool print = numbers && opt.tiny;
+              Show show = Show::numbers) {
+        const bool print = show == Show::numbers && opt.tiny;
         step_values(lhs, name, Values::of(t, print || !opt.dump_dir.empty()), torch,
                     cpp, print);
     }
