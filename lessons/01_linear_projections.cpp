@@ -1,7 +1,7 @@
 // Lesson 01: the linear projections wq, wk, wv.
 //
 // Adds: a linear layer y = x W^T + b, written out with xtensor, on weights
-// that start from Xavier init.
+// that start from Xavier init, and what Xavier does to the variance.
 // Mirrors: the handwritten-course article's `X = torch.randn(128, 64, 512)`
 // and `q, k, v = self.w_q(q), self.w_k(k), self.w_v(v)`; the four-linear-
 // layers article's `self.wq = nn.Linear(embed_dim, embed_dim)` and
@@ -18,46 +18,59 @@
 #include "mha/attention.hpp"
 #include "support/lesson.hpp"
 
+namespace {
+
+template <class T>
+double var_of(const T& t) {
+    double sum = 0, sq = 0;
+    for (float x : t) sum += x, sq += double(x) * x;
+    const double n = double(t.size());
+    return sq / n - (sum / n) * (sum / n);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-    const lesson::Info info{"01_linear_projections",
-                            "Q, K, V = wq(X), wk(X), wv(X)"};
+    const lesson::Info info{"01_linear_projections", "Q, K, V = wq(X), wk(X), wv(X)",
+                            false, 88.1};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
         const std::uint64_t seed = L.opt.seed;
+        using lesson::fixed;
 
         L.section("0. The input X and the layers");
         mha::Rng rng(seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
-        L.step("X = randn(B, T, E)", "X", X, "X = torch.randn(128, 64, 512)",
+        const std::string sizes = std::to_string(B) + ", " + std::to_string(T) + ", " +
+                                  std::to_string(E);
+        L.step("X = randn(B, T, E)", "X", X, "B, T, E", "X = torch.randn(" + sizes + ")",
                "mha::Tensor3 X = mha::randn(B, T, E, rng);");
         // The module owns wq, wk, wv and w_o; this lesson uses wq, wk, wv.
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));
-        L.step("wq.weight", "wq.weight", m.wq.weight,
+        L.step("wq.weight", "wq.weight", m.wq.weight, "E, E",
                "self.wq = nn.Linear(embed_dim, embed_dim)",
                "mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));",
                lesson::Show::shape_only);
-        L.step("wq.bias", "wq.bias", m.wq.bias, "(nn.Linear's own bias)",
+        L.step("wq.bias", "wq.bias", m.wq.bias, "E", "(nn.Linear's own bias)",
                "m.wq.bias", lesson::Show::shape_only);
+        L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
 
         const double bound = std::sqrt(6.0 / (E + E));
         const double biggest = xt::amax(xt::abs(m.wq.weight))();
-        L.say("Xavier uniform draws every weight from U(-a, a) with a = "
-              "sqrt(6 / (fan_in + fan_out)) = " + std::to_string(bound) +
-              " here; the largest |weight| drawn is " + std::to_string(biggest) +
-              ". It keeps the variance of Q about the variance of X. The "
-              "weight is [out, in], as nn.Linear stores it, so y = x W^T + b.");
-        L.say("torch.nn.MultiheadAttention initialises differently: one Xavier "
-              "draw over wq, wk, wv stacked as [3E, E], so a = sqrt(6 / (4E)) = " +
-              lesson::fixed(std::sqrt(6.0 / (4 * E)), 6) + ", sqrt(2) narrower, and "
-              "zero biases. mha::Init::torch(seed) does that; the articles' "
-              "per-matrix Xavier is mha::Init::xavier(seed).");
+        L.say("Xavier uniform draws every weight from U(-a, a) with a = sqrt(6 / (fan_in "
+              "+ fan_out)) = " + fixed(bound, 6) + " here; the largest |weight| drawn is " +
+              fixed(biggest, 6) + ". The weight is [out, in], as nn.Linear stores it, so "
+              "y = x W^T + b.");
+        L.say("torch.nn.MultiheadAttention draws one Xavier over wq, wk, wv stacked as "
+              "[3E, E], so a = sqrt(6 / (4E)) = " + fixed(std::sqrt(6.0 / (4 * E)), 6) +
+              ", sqrt(2) narrower, with zero biases: mha::Init::torch(seed).");
 
         L.section("1. Q = X W^T + b, written out");
         // Every token is a row: view X as [B*T, E] and do one matrix product.
         const std::array<std::size_t, 2> rows_shape{B * T, E};
         const mha::Tensor2 rows = xt::reshape_view(X, rows_shape);  // [B*T, E]
-        L.step("rows = X.view(B*T, E)", "rows", rows, "x.view(-1, embed_dim)",
+        L.step("rows = X.view(B*T, E)", "rows", rows, "B*T, E", "x.view(-1, embed_dim)",
                "mha::Tensor2 rows = xt::reshape_view(X, rows_shape);",
                lesson::Show::shape_only);
         // [B*T, E] x [E, E] -> [B*T, E], then + b broadcast over the rows
@@ -65,18 +78,31 @@ int main(int argc, char** argv) {
             xt::linalg::dot(rows, xt::transpose(m.wq.weight)) + m.wq.bias;
         const std::array<std::size_t, 3> back{B, T, E};
         const mha::Tensor3 Q = xt::reshape_view(Y, back);  // [B, T, E]
-        L.step("Q = w_q(X)", "Q", Q, "Q = self.wq(query)",
+        L.step("Q = w_q(X)", "Q", Q, "B, T, E", "Q = self.wq(query)",
                "xt::linalg::dot(rows, xt::transpose(m.wq.weight)) + m.wq.bias");
 
-        L.section("2. K and V: the same layer shape, other weights");
-        const mha::Tensor3 K = mha::linear(X, m.wk);  // [B, T, E]
-        L.recap("K = w_k(X)", "K", K, "mha::Tensor3 K = mha::linear(X, m.wk);");
-        const mha::Tensor3 V = mha::linear(X, m.wv);  // [B, T, E]
-        L.recap("V = w_v(X)", "V", V, "mha::Tensor3 V = mha::linear(X, m.wv);");
-        L.say("Self-attention feeds the same X to all three layers, as "
-              "attention(X, X, X) does; each layer learns its own view of it.");
+        L.section("2. What Xavier keeps: the variance");
+        // Each of the E numbers of a row of Q sums E products x_i w_i. With
+        // var(w) = a^2 / 3 = 1 / E, the sum has about the variance of x.
+        L.say("Each number of Q sums E products x_i w_i; Xavier's var(w) = a^2 / 3 = "
+              "1 / E, so var(Q) = E var(w) var(X) = var(X) on average:");
+        const double n = double(Q.size());
+        L.relation("var(Q)", var_of(Q), "var(X)", var_of(X), 0.1,
+                   "That is an average over weights and data: with " +
+                       std::to_string(Q.size()) + " numbers a sample variance scatters "
+                       "by about sqrt(2/N) = " + fixed(std::sqrt(2 / n), 2) +
+                       " alone. At the default sizes the two agree within 10%.");
+        L.say("So the scores of lesson 03 start at a size the softmax can use.");
 
-        return L.check("mha::linear(X, m.wq)",
-                       mha::max_abs_diff(Q, mha::linear(X, m.wq)), 1e-5);
+        L.section("3. K and V: the same layer shape, other weights");
+        const mha::Tensor3 K = mha::linear(X, m.wk);  // [B, T, E]
+        L.recap("K = w_k(X)", "K", K, "B, T, E", "mha::Tensor3 K = mha::linear(X, m.wk);");
+        const mha::Tensor3 V = mha::linear(X, m.wv);  // [B, T, E]
+        L.recap("V = w_v(X)", "V", V, "B, T, E", "mha::Tensor3 V = mha::linear(X, m.wv);");
+        L.say("Self-attention feeds the same X to all three layers, as attention(X, X, X) "
+              "does; each layer learns its own view of it.");
+
+        return L.check("mha::linear(X, m.wq)", mha::max_abs_diff(Q, mha::linear(X, m.wq)),
+                       1e-5);
     });
 }

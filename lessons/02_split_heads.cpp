@@ -18,7 +18,8 @@
 
 int main(int argc, char** argv) {
     const lesson::Info info{"02_split_heads",
-                            "[B, T, E] -> view [B, T, H, D] -> permute [B, H, T, D]"};
+                            "[B, T, E] -> view [B, T, H, D] -> permute [B, H, T, D]",
+                            false, 104.9};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -26,10 +27,11 @@ int main(int argc, char** argv) {
         L.section("Earlier stages, by the core");
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
-        L.recap("X = randn(B, T, E)", "X", X, "mha::randn(B, T, E, rng)");
+        L.recap("X = randn(B, T, E)", "X", X, "B, T, E", "mha::randn(B, T, E, rng)");
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
+        L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
         const mha::Tensor3 Q = mha::linear(X, m.wq);  // [B, T, E]
-        L.step("Q = w_q(X)", "Q", Q, "", "mha::linear(X, m.wq)");
+        L.step("Q = w_q(X)", "Q", Q, "B, T, E", "", "mha::linear(X, m.wq)");
 
         L.section("1. n_d = d_model / n_head");
         // The core refuses an H that does not divide E (see the pitfalls).
@@ -43,7 +45,7 @@ int main(int argc, char** argv) {
         // A view only re-reads the same memory: head h is columns h*D..h*D+D-1.
         const std::array<std::size_t, 4> bthd{B, T, H, D};
         const auto viewed = xt::reshape_view(Q, bthd);  // [B, T, H, D], no copy
-        L.step("q.view(B, T, H, D)", "q", viewed,
+        L.step("q.view(B, T, H, D)", "q", viewed, "B, T, H, D",
                "q = q.view(batch, time, self.n_head, n_d)",
                "auto viewed = xt::reshape_view(Q, bthd);");
 
@@ -52,7 +54,7 @@ int main(int argc, char** argv) {
         // so the head axis must come before time. Assigning the permuted view
         // to a container makes the copy that .contiguous() would make.
         const mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});  // [B,H,T,D]
-        L.step("q.permute(0, 2, 1, 3)", "q", Qh, ".permute(0, 2, 1, 3)",
+        L.step("q.permute(0, 2, 1, 3)", "q", Qh, "B, H, T, D", ".permute(0, 2, 1, 3)",
                "mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});");
         if (T == D) {
             L.say("Careful: here T = D = " + std::to_string(T) + ", so the shape "
@@ -64,9 +66,11 @@ int main(int argc, char** argv) {
 
         L.section("4. The same for K and V, by the core");
         const mha::Tensor4 Kh = mha::split_heads(mha::linear(X, m.wk), H);
-        L.recap("k = split(w_k(X))", "k", Kh, "mha::split_heads(mha::linear(X, m.wk), H)");
+        L.recap("k = split(w_k(X))", "k", Kh, "B, H, T, D",
+                "mha::split_heads(mha::linear(X, m.wk), H)");
         const mha::Tensor4 Vh = mha::split_heads(mha::linear(X, m.wv), H);
-        L.recap("v = split(w_v(X))", "v", Vh, "mha::split_heads(mha::linear(X, m.wv), H)");
+        L.recap("v = split(w_v(X))", "v", Vh, "B, H, T, D",
+                "mha::split_heads(mha::linear(X, m.wv), H)");
 
         return L.check("mha::split_heads(Q, H)",
                        mha::max_abs_diff(Qh, mha::split_heads(Q, H)), 0.0);

@@ -1,7 +1,8 @@
 // Lesson 03: scaled dot-product scores.
 //
 // Adds: S = Q K^T / sqrt(D), one matrix product per (batch, head), written
-// out with xtensor-blas; and why the division by sqrt(D).
+// out with xtensor-blas; why the division by sqrt(D), and what the
+// variances are under each article's init.
 // Mirrors: the handwritten-course article's
 // `score = q @ k.transpose(2, 3) / math.sqrt(n_d)`; the four-linear-layers
 // article's `energy = torch.matmul(Q, K.permute(0, 1, 3, 2)) /
@@ -22,10 +23,7 @@ namespace {
 
 double var_of(const mha::Tensor4& t) {
     double sum = 0, sq = 0;
-    for (float x : t) {
-        sum += x;
-        sq += double(x) * x;
-    }
+    for (float x : t) sum += x, sq += double(x) * x;
     const double n = double(t.size());
     return sq / n - (sum / n) * (sum / n);
 }
@@ -33,20 +31,23 @@ double var_of(const mha::Tensor4& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"03_scores", "scores = Q K^T / sqrt(D), per head"};
+    const lesson::Info info{"03_scores", "scores = Q K^T / sqrt(D), per head", false, 88.1};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
+        using lesson::fixed;
 
         L.section("Earlier stages, by the core");
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
+        L.recap("X = randn(B, T, E)", "X", X, "B, T, E", "mha::randn(B, T, E, rng)");
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
+        L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
         const std::size_t D = m.head_dim();
         const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
-        L.step("q = split(w_q(X))", "q", Q, "", "mha::split_heads(mha::linear(X, m.wq), H)");
+        L.recap("q = split(w_q(X))", "q", Q, "B, H, T, D", "mha::split_heads(mha::linear(X, m.wq), H)");
         const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
-        L.step("k = split(w_k(X))", "k", K, "", "mha::split_heads(mha::linear(X, m.wk), H)");
+        L.recap("k = split(w_k(X))", "k", K, "B, H, T, D", "mha::split_heads(mha::linear(X, m.wk), H)");
 
         L.section("1. Q K^T, one product per (batch, head)");
         // xt::linalg::dot is numpy.dot, not a batched matmul, so we loop over
@@ -58,25 +59,51 @@ int main(int argc, char** argv) {
                 const mha::Tensor2 k = xt::view(K, b, h);  // [T, D]
                 xt::view(raw, b, h) = xt::linalg::dot(q, xt::transpose(k));
             }
-        L.step("q @ k.transpose(2, 3)", "raw", raw, "q @ k.transpose(2, 3)",
+        L.step("q @ k.transpose(2, 3)", "raw", raw, "B, H, Tq, Tk", "q @ k.transpose(2, 3)",
                "xt::view(raw, b, h) = xt::linalg::dot(q, xt::transpose(k));");
         if (T == D) {
-            L.say("The two 64s of q, [B, H, T, D], differ: the product keeps T and "
-                  "sums over D, so raw is [B, H, Tq, Tk]. Try --time 10.");
+            L.say("The two " + std::to_string(T) + "s of q, [B, H, T, D], differ: the "
+                  "product keeps T and sums over D, so raw is [B, H, Tq, Tk]. Try --time 10.");
         }
 
         L.section("2. Divide by sqrt(D)");
         const mha::Tensor4 S = raw / std::sqrt(static_cast<float>(D));
-        L.step("score = raw / sqrt(n_d)", "score", S, "/ math.sqrt(n_d)",
+        L.step("score = raw / sqrt(n_d)", "score", S, "B, H, Tq, Tk", "/ math.sqrt(n_d)",
                "mha::Tensor4 S = raw / std::sqrt(static_cast<float>(D));");
-        using lesson::fixed;
-        L.say("Why sqrt(D): var(q) = " + fixed(var_of(Q)) + " and var(k) = " +
-              fixed(var_of(K)) + ". A dot product adds D = " + std::to_string(D) +
-              " such products, so var(raw) = " + fixed(var_of(raw)) +
-              ", about D times var(q) var(k); var(score) = " + fixed(var_of(S)) +
-              " is back near var(q) var(k) = " + fixed(var_of(Q) * var_of(K)) + ".");
-        L.say("Large scores make the softmax of lesson 05 nearly one-hot, and "
-              "its gradient nearly zero. The pitfall lessons measure this.");
+        const double vq = var_of(Q), vk = var_of(K), vs = var_of(S);
+        const double n = double(S.size());
+        L.say("Why sqrt(D): a score sums D products q_d k_d, so its variance is about D "
+              "var(q) var(k) = " + std::to_string(D) + " x " + fixed(vq) + " x " + fixed(vk) +
+              " (q and k independent, mean 0):");
+        L.relation("var(raw)", var_of(raw), "D var(q) var(k)", D * vq * vk, 0.15,
+                   "That holds on average over many scores: these are " +
+                       std::to_string(S.size()) + " scores of " + std::to_string(B * T) +
+                       " tokens, and a sample variance of N numbers scatters by about "
+                       "sqrt(2/N) = " + fixed(std::sqrt(2 / n), 2) + " alone; at the "
+                       "default sizes the two agree within 15%.");
+        L.say("Dividing by sqrt(D) divides every variance by D: var(score) = var(raw) / " +
+              std::to_string(D) + " = " + fixed(vs) + ", and on average var(q) var(k), "
+              "whatever the head size.");
+
+        L.section("3. These variances assume Xavier init");
+        // The handwritten-course article never re-initialises: nn.Linear's own
+        // U(-1/sqrt(E), 1/sqrt(E)) has var(w) = 1/(3E), a third of Xavier's.
+        const mha::MultiHeadAttention plain(E, H, mha::Init::torch_linear(L.opt.seed));
+        const mha::Tensor4 S2 = mha::scaled_scores(mha::split_heads(mha::linear(X, plain.wq), H),
+                                                   mha::split_heads(mha::linear(X, plain.wk), H));
+        L.code("self.w_q = nn.Linear(d_model, d_model)  # no re-init",
+               "mha::MultiHeadAttention plain(E, H, mha::Init::torch_linear(L.opt.seed));");
+        L.say("With nn.Linear's own init (the handwritten-course article), var(w) = 1/(3E), "
+              "so on average var(q) = var(k) = 1/3 and var(score) = 1/9:");
+        L.relation("var(score)", var_of(S2), "1/9", 1.0 / 9, 0.2,
+                   "Again an average: with " + std::to_string(S2.size()) + " scores it "
+                   "scatters; at the default sizes it is within 20% of 1/9.");
+        if (var_of(S2) < vs) {
+            L.say("Its softmax starts flatter than the four-linear-layers article's, whose "
+                  "Xavier scores have var(score) = " + fixed(vs) + ".");
+        }
+        L.say("Large scores make the softmax nearly one-hot, and its gradient nearly "
+              "zero; lesson 13 measures this.");
 
         return L.check("mha::scaled_scores(Q, K)",
                        mha::max_abs_diff(S, mha::scaled_scores(Q, K)), 1e-5);

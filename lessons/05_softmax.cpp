@@ -23,7 +23,7 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"05_softmax", "weights = softmax(score, dim=-1)", true};
+    const lesson::Info info{"05_softmax", "weights = softmax(score, dim=-1)", true, 54.8};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -37,8 +37,10 @@ int main(int argc, char** argv) {
         const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
         const mha::Mask causal = mha::causal_mask(T, T);
         const mha::Tensor4 S = mha::apply_mask(mha::scaled_scores(Q, K), causal);
-        L.step("score, causal-masked", "score", S, "",
-               "mha::apply_mask(mha::scaled_scores(Q, K), causal)");
+        L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
+        L.recap("X = randn(B, T, E)", "X", X, "B, T, E", "mha::randn(B, T, E, rng)");
+        L.recap("score, causal-masked", "score", S, "B, H, Tq, Tk",
+                "mha::apply_mask(mha::scaled_scores(Q, K), causal)");
 
         L.section("1. Stable softmax over the last axis, written out");
         // exp(s - max) / sum: subtracting each row's max changes nothing
@@ -46,13 +48,13 @@ int main(int argc, char** argv) {
         // The reducers are evaluated into containers first: in xtensor 0.24.3
         // a lazy keep_dims reducer inside a broadcast gives wrong numbers.
         const mha::Tensor4 row_max = xt::amax(S, {3}, xt::keep_dims);  // [B,H,T,1]
-        L.step("m = score.amax(-1, keepdim=True)", "m", row_max,
+        L.step("m = score.amax(-1, keepdim=True)", "m", row_max, "B, H, Tq, 1",
                "score.amax(dim=-1, keepdim=True)",
                "mha::Tensor4 row_max = xt::amax(S, {3}, xt::keep_dims);");
         const mha::Tensor4 e = xt::exp(S - row_max);                  // [B,H,T,T]
         const mha::Tensor4 sum = xt::sum(e, {3}, xt::keep_dims);      // [B,H,T,1]
         const mha::Tensor4 W = e / sum;                               // [B,H,T,T]
-        L.step("weights = softmax(score, -1)", "weights", W,
+        L.step("weights = softmax(score, -1)", "weights", W, "B, H, Tq, Tk",
                "self.softmax = nn.Softmax(dim=-1); self.softmax(score)",
                "mha::Tensor4 W = e / sum;");
 
@@ -73,8 +75,9 @@ int main(int argc, char** argv) {
               "runs down the columns; the code it shows (dim=-1) runs along the "
               "rows, and that is right. Down the columns, key 0 would be shared "
               "out among queries, and under the causal mask the column sums "
-              "above show how far from 1 that is. The pitfall lessons show it "
-              "running.");
+              "above show how far from 1 that is. Lesson 11 shows it running.");
+
+        L.section("3. One head's weights as a picture");
         std::vector<std::vector<float>> grid(T, std::vector<float>(T));
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t j = 0; j < T; ++j) grid[i][j] = W(0, 0, i, j);

@@ -24,7 +24,8 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"06_attend_merge", "x = weights @ v, then merge the heads"};
+    const lesson::Info info{"06_attend_merge", "x = weights @ v, then merge the heads",
+                            false, 104.9};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -37,10 +38,13 @@ int main(int argc, char** argv) {
         const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
         const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
         const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H);
-        L.step("v = split(w_v(X))", "v", V, "", "mha::split_heads(mha::linear(X, m.wv), H)");
+        L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
+        L.recap("X = randn(B, T, E)", "X", X, "B, T, E", "mha::randn(B, T, E, rng)");
+        L.recap("v = split(w_v(X))", "v", V, "B, H, Tk, D",
+                "mha::split_heads(mha::linear(X, m.wv), H)");
         const mha::Mask causal = mha::causal_mask(T, T);
         const mha::Tensor4 W = mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal));
-        L.step("weights = softmax(masked score)", "weights", W, "",
+        L.recap("weights = softmax(masked score)", "weights", W, "B, H, Tq, Tk",
                "mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal))");
 
         L.section("1. weights @ v, one product per (batch, head)");
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
                 const mha::Tensor2 v = xt::view(V, b, h);  // [T, D]
                 xt::view(A, b, h) = xt::linalg::dot(w, v);
             }
-        L.step("x = weights @ v", "x", A, "score = self.softmax(score) @ v",
+        L.step("x = weights @ v", "x", A, "B, H, Tq, D", "score = self.softmax(score) @ v",
                "xt::view(A, b, h) = xt::linalg::dot(w, v);");
         if (T == D) {
             L.say("Here T = D = " + std::to_string(T) + " again: x is [B, H, T, D], "
@@ -63,7 +67,8 @@ int main(int argc, char** argv) {
         L.section("2. permute back, contiguous, view");
         // Undo lesson 02 in reverse order: time before heads again...
         const mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});  // [B, T, H, D]
-        L.step("x.permute(0, 2, 1, 3)", "x", P, "score.permute(0, 2, 1, 3)",
+        L.step("x.permute(0, 2, 1, 3)", "x", P, "B, Tq, H, D",
+               "score.permute(0, 2, 1, 3)",
                "mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});",
                lesson::Show::shape_only);
         L.say("In PyTorch permute only changes strides, so .contiguous() must copy "
@@ -72,7 +77,7 @@ int main(int argc, char** argv) {
         // ...then glue the H heads of D numbers back into E numbers.
         const std::array<std::size_t, 3> bte{B, T, E};
         const mha::Tensor3 merged = xt::reshape_view(P, bte);  // [B, T, E]
-        L.step("x.contiguous().view(B, T, E)", "x", merged,
+        L.step("x.contiguous().view(B, T, E)", "x", merged, "B, Tq, E",
                ".contiguous().view(batch, time, dimension)",
                "mha::Tensor3 merged = xt::reshape_view(P, bte);");
 

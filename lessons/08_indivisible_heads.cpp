@@ -37,12 +37,14 @@ mha::Tensor3 floored_attention(const mha::Tensor3& q, const mha::Tensor3& k,
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"08_indivisible_heads",
-                            "pitfall: num_heads that does not divide d_model"};
+    // The article's 7 heads by default; --heads must not divide --d-model.
+    lesson::Info info{"08_indivisible_heads",
+                      "pitfall: num_heads that does not divide d_model", false, 16.7};
+    info.default_heads = 7;
+    info.heads_divide = false;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
-        std::size_t bad = 7;  // the article's choice, unless 7 divides E
-        while (E % bad == 0) ++bad;
+        const std::size_t bad = L.opt.heads;  // 7 unless --heads says otherwise
         int rc = 0;
 
         L.section("1. Ask the core for " + std::to_string(bad) + " heads");
@@ -56,6 +58,9 @@ int main(int argc, char** argv) {
                    ", num_heads=" + std::to_string(bad) + ")",
                "mha::MultiHeadAttention m(E, bad);");
         L.say("The core says: " + message);
+        std::string fit;
+        for (std::size_t d : mha::divisors(E)) fit += (fit.empty() ? "" : ", ") + std::to_string(d);
+        L.say("The head counts that divide " + std::to_string(E) + ": " + fit + ".");
         rc |= L.claim("the core refuses " + std::to_string(bad) + " heads",
                       message.find("not divisible") != std::string::npos);
 
@@ -78,7 +83,8 @@ int main(int argc, char** argv) {
         mha::Tensor3 q = mha::linear(X, m.wq), k = mha::linear(X, m.wk);
         mha::Tensor3 v = mha::linear(X, m.wv);  // [B, T, E] each
         const mha::Tensor3 out = floored_attention(q, k, v, bad, D);
-        L.step("x = floored attention", "x", out,
+        L.let("D", D);  // the floored head_dim
+        L.step("x = floored attention", "x", out, "B, T, H*D",
                "(" + std::to_string(bad) + " heads of " + std::to_string(D) + ")",
                "floored_attention(q, k, v, bad, D)", lesson::Show::shape_only);
         // Change the ignored columns of q, k and v wildly.

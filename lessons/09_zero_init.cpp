@@ -40,12 +40,13 @@ double norm(const T& g) {
 }
 
 // L = 0.5 |output - target|^2 averaged over the B*T tokens, so
-// dL/doutput = (output - target) / (B*T).
+// dL/doutput = (output - target) / (B*T). One forward, kept for backward.
 mha::AttentionGrads grads(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
                           const mha::Tensor3& target) {
     const float tokens = static_cast<float>(X.shape(0) * X.shape(1));
-    const mha::Tensor3 d_out = (m.forward(X, X, X).output - target) / tokens;
-    return mha::backward(m, X, X, X, d_out);
+    const mha::ForwardTrace t = m.trace(X, X, X);
+    const mha::Tensor3 d_out = (t.output - target) / tokens;
+    return mha::backward(m, t, X, X, X, d_out);
 }
 
 void sgd(mha::MultiHeadAttention& m, const mha::AttentionGrads& g, float lr) {
@@ -74,7 +75,7 @@ std::string per_head(const mha::Tensor2& g, std::size_t H, std::size_t D,
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"09_zero_init", "pitfall: zero and constant init"};
+    const lesson::Info info{"09_zero_init", "pitfall: zero and constant init", false, 0};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, D = E / H;
@@ -83,6 +84,11 @@ int main(int argc, char** argv) {
         const mha::Tensor3 target = mha::randn(B, T, E, rng);  // what to fit
         using lesson::fixed;
         int rc = 0;
+
+        L.say("Every step below: the loss L = 0.5 x the mean over the B T tokens of "
+              "|output - target|^2, with target a second randn(B, T, E) draw, so "
+              "dL/doutput = (output - target) / (B T); the gradients come from the "
+              "hand-written backward; SGD then takes w -= lr dL/dw.");
 
         L.section("1. The article's example: only wq.weight is zero");
         mha::MultiHeadAttention a(E, H, mha::Init::xavier(L.opt.seed));
@@ -101,21 +107,26 @@ int main(int argc, char** argv) {
         for (mha::Linear* l : {&z.wq, &z.wk, &z.wv, &z.w_o}) l->bias.fill(0.0f);
         const mha::Tensor3 out = z.forward(X, X, X).output;
         double biggest = 0;
+        std::vector<double> dbo;  // |dL/db_o| at each step
+        const float lr = 0.5f;
         for (int step = 0; step < 3; ++step) {
             const mha::AttentionGrads g = grads(z, X, target);
+            dbo.push_back(norm(g.w_o.bias));
             std::printf("step %d  |dWq| %.3g  |dWk| %.3g  |dWv| %.3g  |dWo| %.3g"
                         "  |dbo| %.4f\n", step, norm(g.wq.weight), norm(g.wk.weight),
                         norm(g.wv.weight), norm(g.w_o.weight),
                         norm(g.w_o.bias));
             biggest = std::max({biggest, norm(g.wq.weight), norm(g.wk.weight),
                                 norm(g.wv.weight), norm(g.w_o.weight)});
-            sgd(z, g, 0.5f);
+            sgd(z, g, lr);
         }
-        L.say("The output is w_o.bias (here 0) for every token. Q, K and V are "
-              "0, so the context is 0, so dWo = dy^T context = 0, and dy W_o = 0 "
-              "passes nothing further back. Only w_o.bias learns, and the four "
-              "weight matrices stay 0 forever: not a vanishing gradient but an "
-              "exactly zero one, a fixed point SGD cannot leave.");
+        L.say("The output is w_o.bias for every token (0 at step 0). Q, K and V are 0, so "
+              "the context is 0, so dWo = dy^T context = 0, and dy W_o = 0 passes nothing "
+              "further back: the four weight matrices stay 0 forever, not a vanishing "
+              "gradient but an exactly zero one. Only w_o.bias learns: dL/db_o = b_o - "
+              "mean(target), and b_o -= lr (b_o - mean(target)) shrinks that gap by 1 - lr:");
+        L.relation("|dbo| step 2 / step 1", dbo[2] / dbo[1], "1 - lr", 1 - lr, 1e-3,
+                   "The gap should shrink by exactly 1 - lr.");
         rc |= L.claim("with all zeros the output is the bias (max |out| = " +
                           fixed(double(xt::amax(xt::abs(out))()), 6) + ")",
                       xt::amax(xt::abs(out))() == 0.0f);
@@ -129,14 +140,15 @@ int main(int argc, char** argv) {
         for (mha::Linear* l : {&c.wq, &c.wk, &c.wv, &c.w_o}) l->bias.fill(0.0f);
         L.code("nn.init.constant_(w, 1 / E); nn.init.zeros_(b)",
                "mha::MultiHeadAttention c(E, H, mha::Init::constant(value, L.opt.seed));");
+        L.say("Three SGD steps with lr = 0.1:");
         double worst = 0;
-        for (int step = 0; step < 5; ++step) {
+        for (int step = 0; step < 3; ++step) {
             const mha::AttentionGrads g = grads(c, X, target);
             double spread = 0;
             const std::string s = per_head(g.wv.weight, H, D, spread);
             std::printf("step %d  |dWv| of each head:%s\n", step, s.c_str());
             worst = std::max(worst, spread);
-            sgd(c, g, 0.1f);
+            sgd(c, g, 0.1f);  // lr = 0.1
         }
         // How far head h's rows of wv are from head 0's after the steps.
         double apart = 0;
@@ -149,11 +161,11 @@ int main(int argc, char** argv) {
               "same gradient, so after any number of steps the heads are still "
               "copies: H heads do the work of one. Largest relative spread "
               "between the heads' gradient norms: " + fixed(worst, 7) +
-              "; largest |wv of head h - wv of head 0| after 5 steps: " +
+              "; largest |wv of head h - wv of head 0| after 3 steps: " +
               fixed(apart, 7) + ".");
         rc |= L.claim("constant init: heads' gradients equal within 1e-4",
                       worst < 1e-4);
-        rc |= L.claim("constant init: heads' weights equal within 1e-6 after 5 "
+        rc |= L.claim("constant init: heads' weights equal within 1e-6 after 3 "
                       "steps", apart < 1e-6);
 
         L.section("4. Xavier: the heads differ");

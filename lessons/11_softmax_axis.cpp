@@ -23,30 +23,35 @@
 
 namespace {
 
-// The attention output with the softmax over dim = -1 (right) or -2.
-mha::Tensor3 attention(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
-                       const mha::Mask& mask, bool over_queries,
-                       mha::Tensor4* weights = nullptr) {
+// The attention of X, from the same scores, with the softmax over dim = -1
+// (right) and over dim = -2 (wrong): outputs [B, T, E], weights [B, H, T, T].
+struct Both {
+    mha::Tensor3 right, wrong;
+    mha::Tensor4 right_w, wrong_w;
+};
+
+Both attention(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
+               const mha::Mask& mask) {
     const std::size_t H = m.num_heads();
     const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
     const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
     const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H);
     const mha::Tensor4 S = mha::apply_mask(mha::scaled_scores(Q, K), mask);
-    mha::Tensor4 W;
-    if (over_queries) {  // softmax(S, dim=-2): transpose, rows, transpose back
-        const mha::Tensor4 St = xt::transpose(S, {0, 1, 3, 2});
-        W = xt::transpose(mha::softmax(St), {0, 1, 3, 2});
-    } else {
-        W = mha::softmax(S);
-    }
-    if (weights != nullptr) *weights = W;
-    return mha::linear(mha::merge_heads(mha::attend(W, V)), m.w_o);
+    Both out;
+    out.right_w = mha::softmax(S);
+    // softmax(S, dim=-2): transpose, softmax along the rows, transpose back
+    const mha::Tensor4 St = xt::transpose(S, {0, 1, 3, 2});
+    mha::Tensor4 W = xt::transpose(mha::softmax(St), {0, 1, 3, 2});
+    out.wrong_w = W;
+    out.right = mha::linear(mha::merge_heads(mha::attend(out.right_w, V)), m.w_o);
+    out.wrong = mha::linear(mha::merge_heads(mha::attend(out.wrong_w, V)), m.w_o);
+    return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"11_softmax_axis", "pitfall: softmax over dim=-2"};
+    const lesson::Info info{"11_softmax_axis", "pitfall: softmax over dim=-2", false, 0};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -58,9 +63,9 @@ int main(int argc, char** argv) {
         const mha::Mask causal = mha::causal_mask(T, T);
 
         L.section("1. Rows or columns");
-        mha::Tensor4 right_w, wrong_w;
-        const mha::Tensor3 right = attention(m, X, causal, false, &right_w);
-        const mha::Tensor3 wrong = attention(m, X, causal, true, &wrong_w);
+        const Both base = attention(m, X, causal);
+        const mha::Tensor4 &right_w = base.right_w, &wrong_w = base.wrong_w;
+        const mha::Tensor3 &right = base.right, &wrong = base.wrong;
         L.code("torch.softmax(score, dim=-2)",
                "W = xt::transpose(mha::softmax(St), {0, 1, 3, 2});");
         const std::size_t n = std::min<std::size_t>(T, 6);
@@ -86,8 +91,8 @@ int main(int argc, char** argv) {
         // must not move: no query may see a later key.
         mha::Tensor3 X2 = X;
         for (std::size_t e = 0; e < E; ++e) X2(0, T - 1, e) += 1.0f;
-        const mha::Tensor3 right2 = attention(m, X2, causal, false);
-        const mha::Tensor3 wrong2 = attention(m, X2, causal, true);
+        const Both changed = attention(m, X2, causal);
+        const mha::Tensor3 &right2 = changed.right, &wrong2 = changed.wrong;
         double leak_right = 0, leak_wrong = 0;
         for (std::size_t t = 0; t + 1 < T; ++t)
             for (std::size_t e = 0; e < E; ++e) {

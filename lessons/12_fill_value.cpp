@@ -37,7 +37,8 @@ mha::Tensor4 textbook_softmax(const mha::Tensor4& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"12_fill_value", "pitfall: -inf, -1e10, -1e9 and empty rows"};
+    const lesson::Info info{"12_fill_value", "pitfall: -inf, -1e10, -1e9 and empty rows",
+                            false, 0};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;

@@ -28,7 +28,8 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"14_xtensor_pitfalls", "pitfall: four traps of xtensor 0.24.3"};
+    const lesson::Info info{"14_xtensor_pitfalls", "pitfall: four traps of xtensor 0.24.3",
+                            false, 0.0003};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -64,8 +65,9 @@ int main(int argc, char** argv) {
         const mha::Tensor4 right = e / sum;
         L.sketch("torch.softmax(S, dim=-1)",
                  "exp(S - amax(S, {3}, keep_dims)) / sum(exp(...), {3}, keep_dims)");
-        L.step("lazy one-liner", "lazy", lazy, "", "");
-        L.step("reducers evaluated first", "right", right, "(the same softmax)",
+        L.let("n", n);
+        L.step("lazy one-liner", "lazy", lazy, "1, 1, n, n", "", "");
+        L.step("reducers evaluated first", "right", right, "1, 1, n, n", "(the same softmax)",
                "mha::Tensor4 row_max = xt::amax(s, {3}, xt::keep_dims);");
         std::string l = "lazy one-liner, row 0: ", r = "evaluated first, row 0:";
         double lazy_sum = 0;

@@ -1,25 +1,36 @@
 // check_lesson: runs one lesson and checks what it printed.
 //
-//   check_lesson [--exit N] [--max-width W] [--expect TEXT]...
+//   check_lesson [--exit N] [--max-width W] [--max-section-rows R]
+//                [--expect TEXT]... [--reject TEXT]... [--stdin TEXT]
 //                [--shapes FILE --lesson NAME] [--source FILE]
 //                -- PROGRAM [ARGS...]
 //
 // Fails (exit 1, with the reason) when the program's exit code is not N
 // (default 0), when an output line is wider than W columns (default 90),
-// when a TEXT is not found in the output, when the shape lines that FILE
-// lists for NAME do not appear in the output in that order, or when a
-// printed "C++    : " line is not code of the --source file (compared with
-// all whitespace removed, against the file without its comments and string
-// literals, so that the printed string cannot vouch for itself; a line
-// printed as "C++ sketch: " is exempt). stdout and stderr are checked
-// together.
+// when a line opens a '[' it does not close (a shape split by wrapping),
+// when a section ("== title ==", from the blank line before it to the next
+// one, plus the row of --pause's prompt) takes more than R rows (default
+// 30, a projector's screen), when a TEXT is not found in the output or a
+// --reject TEXT is, when the shape lines that FILE lists for NAME do not
+// appear in the output in that order, when a printed "C++    : " line is
+// not code of the --source file (compared with all whitespace removed,
+// against the file without its comments and string literals, so that the
+// printed string cannot vouch for itself; "C++ sketch: " lines are exempt),
+// or when a relation line "  a = X against b = Y: ratio R, [not ]within P%"
+// has a ratio that is not X / Y or a verdict its numbers do not give.
+// stdout and stderr are checked together; the program's stdin is --stdin's
+// TEXT (\n for newlines), or empty.
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -75,8 +86,9 @@ int fail(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int want_exit = 0, max_width = 90;
-    std::vector<std::string> expects;
+    int want_exit = 0, max_width = 90, max_rows = 30;
+    std::vector<std::string> expects, rejects;
+    std::string input;
     std::string shapes_file, lesson, source_file, command;
     int i = 1;
     for (; i < argc && std::string(argv[i]) != "--"; ++i) {
@@ -85,6 +97,9 @@ int main(int argc, char** argv) {
         if (a == "--exit") want_exit = std::atoi(argv[++i]);
         else if (a == "--max-width") max_width = std::atoi(argv[++i]);
         else if (a == "--expect") expects.push_back(argv[++i]);
+        else if (a == "--reject") rejects.push_back(argv[++i]);
+        else if (a == "--max-section-rows") max_rows = std::atoi(argv[++i]);
+        else if (a == "--stdin") input = argv[++i];
         else if (a == "--shapes") shapes_file = argv[++i];
         else if (a == "--lesson") lesson = argv[++i];
         else if (a == "--source") source_file = argv[++i];
@@ -92,7 +107,20 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) return fail("usage: check_lesson [flags] -- PROGRAM [ARGS]");
     for (++i; i < argc; ++i) command += quote(argv[i]) + " ";
-    command += "2>&1 </dev/null";
+    std::string text;  // --stdin's TEXT, with \n made newlines
+    for (std::size_t k = 0; k < input.size(); ++k) {
+        if (input[k] == '\\' && k + 1 < input.size() && input[k + 1] == 'n') text += '\n', ++k;
+        else text += input[k];
+    }
+    char stdin_file[] = "/tmp/check_lesson_stdin_XXXXXX";
+    const int fd = mkstemp(stdin_file);
+    if (fd < 0) return fail("cannot make a file for --stdin");
+    if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        close(fd);
+        return fail("cannot write the file for --stdin");
+    }
+    close(fd);
+    command += "2>&1 <" + quote(stdin_file);
 
     FILE* pipe = popen(command.c_str(), "r");
     if (pipe == nullptr) return fail("cannot run " + command);
@@ -101,6 +129,7 @@ int main(int argc, char** argv) {
     for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;)
         out.append(buf, n);
     const int status = pclose(pipe);
+    unlink(stdin_file);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
     std::fwrite(out.data(), 1, out.size(), stdout);  // for --output-on-failure
 
@@ -119,6 +148,48 @@ int main(int argc, char** argv) {
     }
     for (const std::string& e : expects)
         if (out.find(e) == std::string::npos) return fail("missing: " + e);
+    for (const std::string& r : rejects)
+        if (out.find(r) != std::string::npos) return fail("printed, and must not be: " + r);
+    std::vector<std::string> all;
+    {
+        std::istringstream split(out);
+        for (std::string l; std::getline(split, l);) all.push_back(l);
+    }
+    for (std::size_t n = 0; n < all.size(); ++n) {
+        int depth = 0;
+        for (char c : all[n]) depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+        if (depth > 0) return fail("line " + std::to_string(n + 1) + " opens a '[' it does not "
+                                   "close (a shape split across lines?): " + all[n]);
+    }
+    std::vector<std::size_t> starts = {0};  // where each section's rows begin
+    for (std::size_t n = 1; n < all.size(); ++n)
+        if (all[n].rfind("== ", 0) == 0 && all[n - 1].empty()) starts.push_back(n - 1);
+    starts.push_back(all.size());
+    for (std::size_t k = 0; k + 1 < starts.size(); ++k) {
+        const std::size_t rows = starts[k + 1] - starts[k] + 1;  // + the prompt's row
+        if (rows > static_cast<std::size_t>(max_rows)) {
+            return fail("the section from line " + std::to_string(starts[k] + 1) + " takes " +
+                        std::to_string(rows) + " rows (max " + std::to_string(max_rows) +
+                        "): " + (starts[k] + 1 < all.size() ? all[starts[k] + 1] : ""));
+        }
+    }
+    const std::regex relation(
+        R"(^  (.*) = (\S+) against (.*) = (\S+): ratio (\S+), (not )?within (\S+)%$)");
+    for (const std::string& l : all) {
+        std::smatch m;
+        if (!std::regex_match(l, m, relation)) continue;
+        const double a = std::stod(m[2]), b = std::stod(m[4]), ratio = std::stod(m[5]);
+        const double tol = std::stod(m[7]) / 100;
+        // The sides are printed with 4 significant digits, the ratio with 3
+        // decimals: recompute within what that printing allows.
+        const double exact = a / b, slack = 1e-3 * (1 + std::fabs(exact)) + 5e-4;
+        if (std::fabs(ratio - exact) > slack) {
+            return fail("relation line: " + std::string(m[2]) + " / " + std::string(m[4]) +
+                        " is not " + std::string(m[5]) + ": " + l);
+        }
+        const bool within = std::fabs(ratio - 1) <= tol;
+        if (within == m[6].matched) return fail("relation line: wrong verdict: " + l);
+    }
     if (!source_file.empty()) {
         std::ifstream f(source_file);
         if (!f) return fail("cannot read " + source_file);

@@ -142,7 +142,7 @@ TEST_CASE("a fully masked query row: zero weights, output = w_o.bias") {
 
 TEST_CASE("MultiHeadAttention: every bad input names the shapes") {
     CHECK_THROWS_WITH_AS(mha::MultiHeadAttention(512, 7),
-                         doctest::Contains("head_dim would be 73.14"),
+                         doctest::Contains("not divisible by num_heads 7; try 4 or 8"),
                          std::invalid_argument);
     CHECK_THROWS_AS(mha::MultiHeadAttention(0, 1), std::invalid_argument);
     CHECK_THROWS_AS(mha::MultiHeadAttention(8, 0), std::invalid_argument);

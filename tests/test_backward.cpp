@@ -1,7 +1,8 @@
 // Tests for mha/backward.hpp: every gradient against central finite
 // differences of the loss L = sum(output * R), R random, so dL/doutput = R.
 //
-// The analytic gradients are the core's, in float. The finite differences
+// The analytic gradients are the core's, in float: backward_stages() (the
+// stages in reverse) and backward() (the engine's), each checked alone. The finite differences
 // run in double: the loss comes from the plain-loop oracle, which computes
 // in double, so only the float parameters themselves are float. Steps of
 // 2e-2 and 1e-2 are combined (Richardson) to cancel the h^2 error. The error
@@ -71,9 +72,7 @@ double worst_error(Problem& p, T& x, const T& analytic) {
     return worst;
 }
 
-void check_all_gradients(Problem& p) {
-    const mha::AttentionGrads g = mha::backward(
-        p.m, p.q, p.k, p.v, p.r, p.masked ? &p.mask : nullptr, p.fill);
+void check_gradients(Problem& p, const mha::AttentionGrads& g) {
     const double limit = 1e-3;
     CHECK(worst_error(p, p.m.wq.weight, g.wq.weight) < limit);
     CHECK(worst_error(p, p.m.wq.bias, g.wq.bias) < limit);
@@ -86,6 +85,16 @@ void check_all_gradients(Problem& p) {
     CHECK(worst_error(p, p.q, g.query) < limit);
     CHECK(worst_error(p, p.k, g.key) < limit);
     CHECK(worst_error(p, p.v, g.value) < limit);
+}
+
+void check_all_gradients(Problem& p) {
+    const mha::Mask* mask = p.masked ? &p.mask : nullptr;
+    SUBCASE("backward_stages, the stages in reverse") {
+        check_gradients(p, mha::backward_stages(p.m, p.q, p.k, p.v, p.r, mask, p.fill));
+    }
+    SUBCASE("backward, the engine's") {
+        check_gradients(p, mha::backward(p.m, p.q, p.k, p.v, p.r, mask, p.fill));
+    }
 }
 
 Problem make(std::size_t B, std::size_t Tq, std::size_t Tk, std::size_t E,
@@ -125,11 +134,13 @@ TEST_CASE("backward: finite differences, padding with a fully masked row") {
     p.masked = true;
     check_all_gradients(p);
     // No gradient reaches keys or values that are masked for every query.
-    const auto g = mha::backward(p.m, p.q, p.k, p.v, p.r, &p.mask);
-    for (std::size_t e = 0; e < 4; ++e) {
-        CHECK(g.key(1, 3, e) == 0.0f);
-        CHECK(g.value(1, 3, e) == 0.0f);
-        CHECK(g.value(0, 0, e) == 0.0f);
+    for (const auto& g : {mha::backward_stages(p.m, p.q, p.k, p.v, p.r, &p.mask),
+                          mha::backward(p.m, p.q, p.k, p.v, p.r, &p.mask)}) {
+        for (std::size_t e = 0; e < 4; ++e) {
+            CHECK(g.key(1, 3, e) == 0.0f);
+            CHECK(g.value(1, 3, e) == 0.0f);
+            CHECK(g.value(0, 0, e) == 0.0f);
+        }
     }
 }
 
@@ -147,7 +158,7 @@ TEST_CASE("backward: self-attention dX is the sum of the three input grads") {
     Problem p = make(1, 3, 3, 4, 2, 5);
     p.k = p.q;
     p.v = p.q;
-    const auto g = mha::backward(p.m, p.q, p.q, p.q, p.r);
+    const auto g = mha::backward_stages(p.m, p.q, p.q, p.q, p.r);
     const mha::Tensor3 dx = g.query + g.key + g.value;
     // Moving all three inputs together is moving X.
     const float eps = 1e-2f;
@@ -175,4 +186,10 @@ TEST_CASE("backward: bad shapes are refused") {
                     std::invalid_argument);
     CHECK_THROWS_AS(mha::backward(p.m, mha::randn(1, 3, 5, rng), p.k, p.v, p.r),
                     std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::backward_stages(p.m, p.q, p.k, p.v, mha::randn(1, 2, 4, rng)),
+                         doctest::Contains("d_output [1, 2, 4]"), std::invalid_argument);
+    // a trace of other inputs
+    const mha::ForwardTrace other = p.m.trace(mha::randn(1, 2, 4, rng), p.k, p.v);
+    CHECK_THROWS_WITH_AS(mha::backward(p.m, other, p.q, p.k, p.v, p.r),
+                         doctest::Contains("not a trace() of"), std::invalid_argument);
 }

@@ -40,12 +40,18 @@ TEST_CASE("split then merge is exact, for every H that divides E") {
 
 TEST_CASE("head_dim_for: 512 / 7 is refused with the heads that fit") {
     CHECK(mha::head_dim_for(512, 8) == 64);
-    CHECK_THROWS_WITH_AS(
-        mha::head_dim_for(512, 7),
-        "embed_dim 512 is not divisible by num_heads 7 (head_dim would be "
-        "73.14); num_heads must divide 512: 1, 2, 4, 8, 16, 32, 64, 128, 256, "
-        "512",
-        std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::head_dim_for(512, 7),
+                         "embed_dim 512 is not divisible by num_heads 7; try 4 or 8",
+                         std::invalid_argument);
+    // the nearest that fit, below and above; only below when H > E / 2 has none
+    CHECK_THROWS_WITH_AS(mha::head_dim_for(12, 5), doctest::Contains("try 4 or 6"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::head_dim_for(12, 7), doctest::Contains("try 6 or 12"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::head_dim_for(9, 8), doctest::Contains("try 3 or 9"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::head_dim_for(8, 9), doctest::Contains("try 8"),
+                         std::invalid_argument);
     CHECK_THROWS_AS(mha::head_dim_for(0, 1), std::invalid_argument);
     CHECK_THROWS_AS(mha::head_dim_for(8, 0), std::invalid_argument);
     mha::Rng rng(0);

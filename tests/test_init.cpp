@@ -29,6 +29,24 @@ TEST_CASE("Rng: uniform matches NumPy's RandomState for an integer seed") {
     CHECK(rng.uniform(0, 1) == doctest::Approx(0.73199394).epsilon(1e-7));
 }
 
+TEST_CASE("Rng: normal matches NumPy's RandomState, and shares its stream with uniform") {
+    /*py
+    np.random.RandomState(0).standard_normal(6)
+    # [ 1.76405235,  0.40015721,  0.97873798,  2.2408932 ,  1.86755799, -0.97727788]
+    r = np.random.RandomState(7); r.random_sample(2); r.standard_normal(3)
+    # [ 1.6905257 , -0.46593737,  0.03282016]
+    */
+    mha::Rng rng(0);
+    for (double want : {1.76405235, 0.40015721, 0.97873798, 2.2408932, 1.86755799,
+                        -0.97727788})
+        CHECK(rng.normal() == doctest::Approx(want).epsilon(1e-7));
+    mha::Rng seven(7);
+    CHECK(seven.uniform(0, 1) == doctest::Approx(0.07630829).epsilon(1e-7));
+    CHECK(seven.uniform(0, 1) == doctest::Approx(0.77991879).epsilon(1e-7));
+    for (double want : {1.6905257, -0.46593737, 0.03282016})
+        CHECK(seven.normal() == doctest::Approx(want).epsilon(1e-7));
+}
+
 TEST_CASE("xavier_uniform: bound sqrt(6 / (fan_in + fan_out)) and its moments") {
     mha::Rng rng(3);
     const std::size_t out = 300, in = 500;

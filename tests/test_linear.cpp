@@ -1,6 +1,8 @@
 // Tests for mha/linear.hpp: y = x W^T + b.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "mha/init.hpp"
@@ -57,6 +59,26 @@ TEST_CASE("make_linear: shapes, Xavier weights and a seeded bias") {
     mha::Rng c(9);
     const mha::Linear lz = mha::make_linear(6, 4, mha::Init::zero(), c);
     for (float w : lz.weight) CHECK(w == 0.0f);
+}
+
+TEST_CASE("make_linear: nn.Linear's own init, U(-1/sqrt(in), 1/sqrt(in))") {
+    /*py
+    l = torch.nn.Linear(400, 300)  # l.weight.abs().max() < 0.05, l.weight.var() ~ 1/1200
+    */
+    mha::Rng rng(4);
+    const mha::Linear l = mha::make_linear(400, 300, mha::Init::torch_linear(), rng);
+    double sq = 0, biggest = 0;
+    for (float w : l.weight) sq += double(w) * w, biggest = std::max(biggest, double(std::fabs(w)));
+    CHECK(biggest < 0.05);   // 1 / sqrt(400)
+    CHECK(biggest > 0.049);  // and it reaches near the bound
+    // var = a^2 / 3 = 1 / 1200 for a = 1/20; 120000 draws: within 2%
+    CHECK(sq / l.weight.size() == doctest::Approx(1.0 / 1200).epsilon(0.02));
+    // a third of Xavier's 1 / in for the same square layer
+    mha::Rng rng2(4);
+    const mha::Linear x = mha::make_linear(400, 400, mha::Init::xavier(), rng2);
+    double sx = 0;
+    for (float w : x.weight) sx += double(w) * w;
+    CHECK(sx / x.weight.size() == doctest::Approx(1.0 / 400).epsilon(0.02));
 }
 
 TEST_CASE("linear: bad shapes are refused with the shapes named") {

@@ -1,11 +1,10 @@
-// The lesson frame: flags, printing, pictures, self-check.
+// The lesson frame: flags, printing, pictures, --dump, --predict, checks.
 #include "lesson.hpp"
-
-#include <xtensor/xadapt.hpp>
 
 #include "mha/heads.hpp"
 #include "mha/io/npy.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -28,8 +27,7 @@ struct BadFlag : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-std::size_t parse_size(const std::string& flag, const char* text,
-                       std::size_t max) {
+std::size_t parse_size(const std::string& flag, const char* text, std::size_t max) {
     if (text == nullptr) throw BadFlag(flag + " needs a value");
     errno = 0;
     char* end = nullptr;
@@ -38,31 +36,48 @@ std::size_t parse_size(const std::string& flag, const char* text,
         throw BadFlag(flag + " takes a whole number, not '" + text + "'");
     }
     if (v < 1 || static_cast<unsigned long long>(v) > max) {
-        throw BadFlag(flag + " must be between 1 and " + std::to_string(max) +
-                      ", not " + text);
+        throw BadFlag(flag + " must be between 1 and " + std::to_string(max) + ", not " +
+                      text);
     }
     return static_cast<std::size_t>(v);
+}
+
+std::string megabytes(double mb) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, mb < 10 ? "%.1f" : "%.0f", mb);
+    return buf;
+}
+
+std::string dump_help(const Info& info) {
+    if (info.dump_mb == 0) return "this lesson shows no tensor: it saves nothing";
+    const std::string mb = info.dump_mb < 0.1 ? "under 0.1" : megabytes(info.dump_mb);
+    return "also save every tensor shown as DIR/" + info.name + "/NAME.npy, a name\n"
+           "               shown again as NAME.2.npy (" + mb + " MB at the default sizes)";
 }
 
 void usage(const Info& info) {
     std::printf(
         "%s: %s\n\n"
         "usage: %s [--tiny] [--batch B] [--time T] [--d-model E] [--heads H]\n"
-        "          [--seed S] [--pause] [--dump DIR]%s [--help]\n\n"
-        "  --tiny       batch 1, time 4, d_model 8, 2 heads; prints the numbers\n"
+        "          [--seed S] [--pause] [--predict] [--svg DIR] [--dump DIR] [--help]\n\n"
+        "  --tiny       batch 1, time 4, d_model 8, %zu heads; prints the numbers\n"
         "  --batch B    batch size (default 128)\n"
         "  --time T     sequence length (default 64)\n"
         "  --d-model E  embedding size d_model (default 512)\n"
-        "  --heads H    number of heads; must divide d_model (default 8)\n"
+        "  --heads H    number of heads; %s (default %zu)\n"
         "  --seed S     seed for the data and the weights (default 0)\n"
         "  --pause      wait for Enter between sections, for class\n"
-        "  --dump DIR   also save every tensor shown as DIR/NN_name.npy (float32)\n"
-        "%s"
+        "  --predict    before each shape, ask for it; score the answers at the end\n"
+        "  --svg DIR    %s\n"
+        "  --dump DIR   %s\n"
         "  --help       this text\n",
         info.name.c_str(), info.summary.c_str(), info.name.c_str(),
-        info.draws ? " [--svg DIR]" : "",
-        info.draws ? "  --svg DIR    also write the pictures as SVG files in DIR\n"
-                   : "");
+        info.heads_divide ? std::size_t{2} : std::size_t{3},
+        info.heads_divide ? "must divide d_model" : "one that does not divide d_model",
+        info.default_heads,
+        info.draws ? "also write the pictures as SVG files in DIR"
+                   : "(this lesson draws no picture)",
+        dump_help(info).c_str());
 }
 
 // A folder flag's value: created if missing, and it must be writable.
@@ -71,14 +86,14 @@ std::string folder(const std::string& flag, const char* value) {
     std::error_code ec;
     std::filesystem::create_directories(value, ec);
     if (ec || access(value, W_OK) != 0) {
-        throw BadFlag(flag + ": cannot write to the folder '" + value + "'" +
-                      (ec ? ": " + ec.message() : ""));
+        throw BadFlag(flag + ": cannot write to the folder '" + value + "'");
     }
     return value;
 }
 
 Options parse(int argc, char** argv, const Info& info, bool& help) {
     Options o;
+    o.heads = info.default_heads;
     bool sized = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -91,37 +106,39 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         if (a == "--help" || a == "-h") help = true;
         else if (a == "--tiny") o.tiny = true;
         else if (a == "--pause") o.pause = true;
+        else if (a == "--predict") o.predict = true;
         else if (a == "--batch") o.batch = value(4096);
         else if (a == "--time") o.time = value(4096);
         else if (a == "--d-model") o.d_model = value(8192);
         else if (a == "--heads") o.heads = value(8192);
-        else if (a == "--seed") { ++i; o.seed = parse_size(a, next, 1ULL << 62) ; }
-        else if (a == "--svg" && info.draws) o.svg_dir = folder(a, next), ++i;
+        else if (a == "--seed") o.seed = parse_size(a, next, 1ULL << 62), ++i;
+        else if (a == "--svg") o.svg_dir = folder(a, next), ++i;
         else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
-        else {
-            throw BadFlag("unknown flag '" + a + "' (try --help)");
-        }
+        else throw BadFlag("unknown flag '" + a + "' (try --help)");
     }
-    if (o.tiny && sized) {
-        throw BadFlag("--tiny sets the sizes itself; drop --batch/--time/"
-                      "--d-model/--heads, or drop --tiny");
+    if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");
+    if (o.tiny) {
+        o.batch = 1, o.time = 4, o.d_model = 8;
+        o.heads = info.heads_divide ? 2 : 3;
     }
-    if (o.tiny) o = Options{1, 4, 8, 2, o.seed, true, o.pause, o.svg_dir, o.dump_dir};
-    if (o.heads > o.d_model) {
-        throw BadFlag("--heads " + std::to_string(o.heads) +
-                      " is more than --d-model " + std::to_string(o.d_model) +
-                      ": each head needs at least one of the d_model numbers");
-    }
-    mha::head_dim_for(o.d_model, o.heads);  // says which H divide d_model
     // About ten [B, T, E] tensors and three [B, H, T, T] live at once.
     const double bytes = 4.0 * (10.0 * o.batch * o.time * o.d_model +
                                 3.0 * o.batch * o.heads * o.time * o.time);
     if (bytes > 4e9) {
         char gb[32];
-        std::snprintf(gb, sizeof gb, "%.1f", bytes / 1e9);
-        throw BadFlag(std::string("these sizes need about ") + gb +
-                      " GB, over the 4 GB limit: lower --batch, --time or "
-                      "--d-model");
+        std::snprintf(gb, sizeof gb, "%.0f", bytes / 1e9);
+        throw BadFlag(std::string("these sizes need about ") + gb + " GB, over the 4 GB limit");
+    }
+    if (o.heads > o.d_model) {
+        throw BadFlag("--heads " + std::to_string(o.heads) + " is more than --d-model " +
+                      std::to_string(o.d_model) + ": give at most " +
+                      std::to_string(o.d_model));
+    }
+    if (info.heads_divide) {
+        mha::head_dim_for(o.d_model, o.heads);  // names the heads that fit
+    } else if (o.d_model % o.heads == 0) {
+        throw BadFlag("--heads " + std::to_string(o.heads) + " divides --d-model " +
+                      std::to_string(o.d_model) + ": pick one that does not");
     }
     return o;
 }
@@ -162,7 +179,7 @@ void print_numbers(const Values& v) {
         for (std::size_t i = 0; i < rows; ++i) {
             std::string line = "      ";
             for (std::size_t j = 0; j < cols; ++j) {
-                std::string s = fmt(v.data[(blk * rows + i) * cols + j], v.flags);
+                const std::string s = fmt(v.data[(blk * rows + i) * cols + j], v.flags);
                 const std::size_t w = v.flags ? 2 : 7;
                 line += std::string(s.size() < w ? w - s.size() : 0, ' ') + s;
                 if (j + 1 < cols) line += ' ';
@@ -180,24 +197,77 @@ const char* shade(float x) {
     return "\u2588\u2588";                // full
 }
 
+// "B, H, T, D" -> {"B", "H", "T", "D"}; spaces dropped.
+std::vector<std::string> axes(const std::string& dims) {
+    std::vector<std::string> out(1);
+    for (char c : dims) {
+        if (c == ',') out.emplace_back();
+        else if (c != ' ') out.back() += c;
+    }
+    return out;
+}
+
+// The whole numbers in a student's answer, whatever separates them.
+std::vector<std::size_t> numbers_in(const std::string& line) {
+    std::vector<std::size_t> out;
+    std::size_t n = 0;
+    bool in = false;
+    for (char c : line + ' ') {
+        if (std::isdigit(static_cast<unsigned char>(c))) {
+            n = n * 10 + std::size_t(c - '0'), in = true;
+            if (n > (std::size_t(1) << 40)) n = std::size_t(1) << 40;  // no overflow
+        } else if (in) {
+            out.push_back(n), n = 0, in = false;
+        }
+    }
+    return out;
+}
+
+const char* meaning(const std::string& symbol) {
+    static const std::map<std::string, const char*> words = {
+        {"B", "sequences"}, {"T", "time steps"}, {"Tq", "queries"}, {"Tk", "keys"},
+        {"E", "numbers per token"}, {"H", "heads"}, {"D", "numbers per head"}};
+    const auto it = words.find(symbol);
+    return it != words.end() ? it->second : "";
+}
+
 }  // namespace
+
+Lesson::Lesson(const Options& o, const Info& i) : opt(o), info(i) {
+    symbols_ = {{"B", o.batch}, {"T", o.time}, {"Tq", o.time}, {"Tk", o.time},
+                {"E", o.d_model}, {"H", o.heads}};
+    if (o.d_model % o.heads == 0) symbols_["D"] = o.d_model / o.heads;
+    asking_ = o.predict;
+}
+
+void Lesson::let(const std::string& symbol, std::size_t value) { symbols_[symbol] = value; }
 
 void Lesson::section(const std::string& title) {
     if (opt.pause && sections_ > 0) {
         std::printf("(press Enter)");
         std::fflush(stdout);
         std::string ignored;
-        std::getline(std::cin, ignored);
+        if (!std::getline(std::cin, ignored)) std::printf("\n");
     }
+    if (opt.pause && isatty(STDOUT_FILENO)) std::printf("\033[H\033[2J");  // a clean screen
     ++sections_;
     std::printf("\n== %s %s\n", title.c_str(),
                 std::string(std::max(3, kWidth - 4 - columns(title)), '=').c_str());
 }
 
 void Lesson::say(const std::string& text) {
-    std::istringstream words(text);
-    std::string word, line;
-    while (words >> word) {
+    // Words, with a bracketed shape such as "[128, 8, 64, 64]" kept as one.
+    std::vector<std::string> words;
+    std::istringstream in(text);
+    int depth = 0;
+    for (std::string w; in >> w;) {
+        if (depth > 0) words.back() += " " + w;
+        else words.push_back(w);
+        for (char c : w) depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+        depth = std::max(depth, 0);
+    }
+    std::string line;
+    for (const std::string& word : words) {
         if (!line.empty() && columns(line) + 1 + columns(word) > kWidth - 2) {
             std::printf("%s\n", line.c_str());
             line.clear();
@@ -221,29 +291,118 @@ std::string fixed(double x, int digits) {
     return buf;
 }
 
-void Lesson::step_values(const std::string& lhs, const std::string& name,
-                         const Values& v, const std::string& torch,
+std::string Lesson::with_sizes(const std::string& dims) const {
+    std::string out;
+    std::set<std::string> said;
+    for (const std::string& axis : axes(dims)) {
+        std::istringstream factors(axis);
+        for (std::string part; std::getline(factors, part, '*');) {
+            const auto it = symbols_.find(part);
+            if (it == symbols_.end() || !said.insert(part).second) continue;
+            out += (out.empty() ? "" : ", ") + part + " = " + std::to_string(it->second);
+            if (*meaning(part)) out += std::string(" ") + meaning(part);
+        }
+    }
+    return out;
+}
+
+void Lesson::step_values(const std::string& lhs, const std::string& name, const Values& v,
+                         const std::string& dims, const std::string& torch,
                          const std::string& cpp, bool numbers) {
-    const std::string right = name + ".shape = " + mha::shape_str(v.shape);
-    const int pad = std::max(2, kWidth - columns(lhs) - columns(right));
-    std::printf("%s%s%s\n", lhs.c_str(), std::string(pad, ' ').c_str(),
-                right.c_str());
+    // The dims must give the shape: a lesson that names its axes wrongly
+    // stops here, so that what it teaches is what it computed.
+    const std::vector<std::string> named = axes(dims);
+    bool fits = named.size() == v.shape.size();
+    for (std::size_t d = 0; fits && d < named.size(); ++d) {
+        std::size_t size = 1;
+        std::istringstream factors(named[d]);
+        for (std::string f; std::getline(factors, f, '*');) {
+            const auto it = symbols_.find(f);
+            const bool number = !f.empty() && std::isdigit(static_cast<unsigned char>(f[0]));
+            if (it == symbols_.end() && !number) throw std::logic_error("unknown size " + f);
+            size *= it != symbols_.end() ? it->second : std::stoul(f);
+        }
+        fits = size == v.shape[d];
+    }
+    if (!fits) {
+        throw std::logic_error(name + " is " + mha::shape_str(v.shape) + ", not [" + dims +
+                               "] = [" + with_sizes(dims) + "]");
+    }
+    if (asking_) ask_shape(lhs, name, v, dims);
+    const std::string right = name + ".shape = " + mha::shape_str(v.shape) + " = [" + dims + "]";
+    if (columns(lhs) + 2 + columns(right) <= kWidth) {
+        std::printf("%s%s%s\n", lhs.c_str(),
+                    std::string(kWidth - columns(lhs) - columns(right), ' ').c_str(),
+                    right.c_str());
+    } else {
+        std::printf("%s\n%*s\n", lhs.c_str(), kWidth, right.c_str());
+    }
     if (!torch.empty()) std::printf("    PyTorch: %s\n", torch.c_str());
     if (!cpp.empty()) std::printf("    C++    : %s\n", cpp.c_str());
     if (numbers) print_numbers(v);
-    if (!opt.dump_dir.empty()) {
-        char file[16];
-        std::snprintf(file, sizeof file, "%02d_", ++dumped_);
-        const std::string path = opt.dump_dir + "/" + file + name + ".npy";
-        mha::save_npy(path, xt::adapt(v.data, v.shape));
-        std::printf("    saved %s\n", path.c_str());
+    if (dumping()) write_dump(name, v);
+}
+
+void Lesson::ask_shape(const std::string& lhs, const std::string& name, const Values& v,
+                       const std::string& dims) {
+    std::printf("%s\n  your prediction, the shape of %s: ", lhs.c_str(), name.c_str());
+    std::fflush(stdout);
+    std::string answer;
+    if (!std::getline(std::cin, answer)) {
+        asking_ = false;
+        std::printf("\n  (no more answers: the shapes are shown from here on)\n");
+        return;
     }
+    ++asked_;
+    if (numbers_in(answer) == v.shape) {
+        ++right_;
+        std::printf("  right\n");
+        return;
+    }
+    std::printf("  not quite: it is %s = [%s]\n", mha::shape_str(v.shape).c_str(),
+                dims.c_str());
+    say("  with " + with_sizes(dims) + ".");
+}
+
+std::string Lesson::predictions() const {
+    if (!opt.predict) return "";
+    return "predicted " + std::to_string(right_) + " of " + std::to_string(asked_) +
+           " shapes right";
+}
+
+void Lesson::write_dump(const std::string& name, const Values& v) {
+    // A name shown again (q after view, then after permute) gets its turn:
+    // q.npy, q.2.npy, ...
+    std::string file = name;
+    for (int n = 2; !dumped_.insert(file).second; ++n) file = name + "." + std::to_string(n);
+    const std::string dir = opt.dump_dir + "/" + info.name;
+    if (dumped_.size() == 1) {
+        std::filesystem::create_directories(dir);
+        std::printf("    (--dump: the tensors go to %s/)\n", dir.c_str());
+    }
+    const std::string path = dir + "/" + file + ".npy";
+    if (v.flags) {
+        std::vector<char> flags(v.data.begin(), v.data.end());
+        mha::save_npy_bool(path, reinterpret_cast<const bool*>(flags.data()), v.shape);
+    } else {
+        mha::save_npy_float(path, v.data.data(), v.shape);
+    }
+}
+
+bool Lesson::relation(const std::string& lhs_name, double lhs, const std::string& rhs_name,
+                      double rhs, double tolerance, const std::string& why_not) {
+    const double ratio = lhs / rhs;
+    const bool holds = std::fabs(ratio - 1.0) <= tolerance;
+    std::printf("  %s = %.4g against %s = %.4g: ratio %.3f, %swithin %g%%\n",
+                lhs_name.c_str(), lhs, rhs_name.c_str(), rhs, ratio, holds ? "" : "not ",
+                100 * tolerance);
+    if (!holds) say(why_not);
+    return holds;
 }
 
 void Lesson::picture(const std::string& title, const std::string& file,
                      const std::vector<std::vector<float>>& m,
-                     const std::string& row_label,
-                     const std::string& col_label) {
+                     const std::string& row_label, const std::string& col_label) {
     const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
     const std::size_t shown = std::min<std::size_t>(rows, 20);
     const std::size_t shown_cols = std::min<std::size_t>(cols, 20);
@@ -262,21 +421,20 @@ void Lesson::picture(const std::string& title, const std::string& file,
     if (!svg) throw std::runtime_error("cannot write " + path);
     const int cell = static_cast<int>(std::max<std::size_t>(4, 320 / std::max(rows, cols)));
     const int w = int(cols) * cell + 60, h = int(rows) * cell + 60;
-    svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w
-        << "' height='" << h << "' font-family='sans-serif' font-size='12'>\n"
+    svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h
+        << "' font-family='sans-serif' font-size='12'>\n"
         << "<text x='40' y='16'>" << title << "</text>\n"
         << "<text x='40' y='" << h - 6 << "'>" << col_label << " \u2192</text>\n"
-        << "<text x='14' y='" << 40 + rows * cell / 2
-        << "' transform='rotate(90 14," << 40 + rows * cell / 2 << ")'>"
-        << row_label << " \u2192</text>\n";
+        << "<text x='14' y='" << 40 + rows * cell / 2 << "' transform='rotate(90 14,"
+        << 40 + rows * cell / 2 << ")'>" << row_label << " \u2192</text>\n";
     for (std::size_t i = 0; i < rows; ++i)
         for (std::size_t j = 0; j < cols; ++j) {
             const float x = std::isfinite(m[i][j]) ? m[i][j] : 0.0f;
             const int g = 255 - static_cast<int>(std::lround(
                                     std::min(1.0f, std::max(0.0f, x)) * 255));
             svg << "<rect x='" << 40 + int(j) * cell << "' y='" << 24 + int(i) * cell
-                << "' width='" << cell << "' height='" << cell << "' fill='rgb("
-                << g << ',' << g << ',' << g << ")' stroke='#ccc'/>\n";
+                << "' width='" << cell << "' height='" << cell << "' fill='rgb(" << g
+                << ',' << g << ',' << g << ")' stroke='#ccc'/>\n";
         }
     svg << "</svg>\n";
     std::printf("  wrote %s\n", path.c_str());
@@ -305,13 +463,16 @@ int run(int argc, char** argv, const Info& info,
             usage(info);
             return 0;
         }
-        Lesson l(o);
+        Lesson l(o, info);
         std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
-        std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, "
-                    "heads H = %zu, seed %llu\n",
-                    o.batch, o.time, o.d_model, o.heads,
+        std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
+                    "seed %llu\n", o.batch, o.time, o.d_model, o.heads,
                     static_cast<unsigned long long>(o.seed));
-        return body(l);
+        if (!o.svg_dir.empty() && !info.draws)
+            std::printf("(this lesson draws no picture: --svg writes nothing)\n");
+        const int rc = body(l);
+        if (o.predict) std::printf("\n%s\n", l.predictions().c_str());
+        return rc;
     } catch (const BadFlag& e) {
         std::fprintf(stderr, "%s: %s\n", info.name.c_str(), e.what());
         return 2;

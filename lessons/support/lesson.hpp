@@ -1,11 +1,14 @@
 // What every lesson shares: the flags, the step printout (tensor name and
-// shape, the PyTorch line, the C++ line), tiny-size numbers, the terminal
-// and SVG pictures, --pause, and the closing self-check.
+// shape, the PyTorch line, the C++ line), tiny-size numbers, pictures,
+// --pause, --dump, --predict, relations printed with both sides, and the
+// closing self-check.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -20,15 +23,21 @@ struct Options {
     std::uint64_t seed = 0;
     bool tiny = false;     // batch 1, time 4, d_model 8, 2 heads; print numbers
     bool pause = false;    // wait for Enter between sections
-    std::string svg_dir;   // write pictures here (lessons 04, 05)
+    bool predict = false;  // ask for every shape before showing it
+    std::string svg_dir;   // write pictures here
     std::string dump_dir;  // write every tensor a step shows as .npy here
 };
 
-/// A lesson's name, one-line summary and whether it draws pictures.
+/// A lesson's name, one-line summary, and what its flags mean for it.
 struct Info {
-    std::string name;
-    std::string summary;
-    bool draws = false;
+    std::string name;     // "05_softmax": the program, and its --dump folder
+    std::string summary;  // one line
+    bool draws = false;   // it has pictures for --svg
+    double dump_mb = 0;   // what --dump writes at the default sizes, in MB
+    // The heads it runs with when --heads is not given, and whether they
+    // must divide d_model (lesson 08 shows a count that does not).
+    std::size_t default_heads = 8;
+    bool heads_divide = true;
 };
 
 /// What a step shows of its tensor: at --tiny its numbers too, or its shape
@@ -45,7 +54,7 @@ int run(int argc, char** argv, const Info& info,
 struct Values {
     std::vector<std::size_t> shape;
     std::vector<float> data;
-    bool flags = false;  // a bool mask: print 0 and 1
+    bool flags = false;  // a bool mask: print 0 and 1, dump as bool
     template <class T>
     static Values of(const T& t, bool with_data) {
         Values v;
@@ -58,12 +67,15 @@ struct Values {
 
 class Lesson {
 public:
-    explicit Lesson(const Options& o) : opt(o) {}
+    Lesson(const Options& o, const Info& i);
     const Options opt;
+    const Info info;
 
-    /// "== 2. Split into heads ==" (and, with --pause, wait for Enter).
+    /// "== 2. Split into heads ==" (with --pause: wait for Enter first, and
+    /// on a terminal start on a clean screen).
     void section(const std::string& title);
-    /// A paragraph of prose, wrapped to 88 columns.
+    /// A paragraph of prose, wrapped to 88 columns; a shape such as
+    /// [128, 8, 64, 64] is never split across lines.
     void say(const std::string& text);
     /// The PyTorch line and the C++ line of a step that makes no tensor.
     /// The C++ line is code of this lesson (tests check it in the source).
@@ -71,23 +83,54 @@ public:
     /// The same for C++ that is not in the lesson (what it would take, or a
     /// bug it does not commit): printed as "C++ sketch:".
     void sketch(const std::string& torch, const std::string& cpp);
-    /// A step: `lhs  name.shape = [...]`, then the PyTorch and C++ lines;
-    /// at --tiny also the numbers, unless @p show is Show::shape_only.
-    /// With --dump DIR the tensor is also written to DIR/NN_name.npy.
+
+    /// A step: `lhs  name.shape = [...] = [B, H, T, D]`, then the PyTorch and
+    /// C++ lines; at --tiny also the numbers, unless @p show is shape_only.
+    /// @p dims names each axis with the size symbols (B, T, E, H, D, Tq, Tk
+    /// and any let()), e.g. "B, H, T, D": the lesson stops with an error when
+    /// they do not give the tensor's shape. With --predict the student is
+    /// asked for the shape first; with --dump DIR the tensor is written to
+    /// DIR/<lesson>/<name>.npy (a name shown again: <name>.2.npy, ...).
     template <class T>
     void step(const std::string& lhs, const std::string& name, const T& t,
-              const std::string& torch, const std::string& cpp,
-              Show show = Show::numbers) {
+              const std::string& dims, const std::string& torch,
+              const std::string& cpp, Show show = Show::numbers) {
         const bool print = show == Show::numbers && opt.tiny;
-        step_values(lhs, name, Values::of(t, print || !opt.dump_dir.empty()), torch,
-                    cpp, print);
+        step_values(lhs, name, Values::of(t, print || dumping()), dims, torch, cpp, print);
     }
     /// An earlier stage done by the core in one line: shape only.
     template <class T>
     void recap(const std::string& lhs, const std::string& name, const T& t,
-               const std::string& cpp) {
-        step_values(lhs, name, Values::of(t, !opt.dump_dir.empty()), "", cpp, false);
+               const std::string& dims, const std::string& cpp) {
+        step_values(lhs, name, Values::of(t, dumping()), dims, "", cpp, false);
     }
+    /// With --dump DIR, writes @p t as DIR/<lesson>/<name>.npy without
+    /// printing it (the weights the PyTorch scripts load, for example),
+    /// unless a step already wrote that name.
+    template <class T>
+    void dump(const std::string& name, const T& t) {
+        if (dumping() && dumped_.count(name) == 0) write_dump(name, Values::of(t, true));
+    }
+    /// With --dump, the module's four layers as wq.weight.npy, wq.bias.npy,
+    /// ..., w_o.bias.npy: what the PyTorch scripts load into the articles'
+    /// classes (lessons/pytorch/).
+    template <class Module>
+    void dump_layers(const Module& m) {
+        dump("wq.weight", m.wq.weight), dump("wq.bias", m.wq.bias);
+        dump("wk.weight", m.wk.weight), dump("wk.bias", m.wk.bias);
+        dump("wv.weight", m.wv.weight), dump("wv.bias", m.wv.bias);
+        dump("w_o.weight", m.w_o.weight), dump("w_o.bias", m.w_o.bias);
+    }
+    /// Gives a size symbol for step()'s dims, e.g. let("H_kv", 2).
+    void let(const std::string& symbol, std::size_t value);
+
+    /// A relation the lesson states, with both sides printed and checked:
+    /// "  var(raw) = 4.046 against D var(q) var(k) = 2.710: ratio 1.49, not
+    /// within 10%". When it fails, @p why_not says why (at this size, say).
+    /// @return whether lhs / rhs is within 1 +- @p tolerance
+    bool relation(const std::string& lhs_name, double lhs, const std::string& rhs_name,
+                  double rhs, double tolerance, const std::string& why_not);
+
     /// A grid picture of a [rows, cols] matrix with values in [0, 1]:
     /// shaded cells in the terminal, and DIR/<file>.svg with --svg DIR.
     void picture(const std::string& title, const std::string& file,
@@ -100,12 +143,23 @@ public:
     /// "FAILED, <what>" and returns the exit code (0 when it holds).
     int claim(const std::string& what, bool holds);
 
+    /// What --predict scored: "predicted 7 of 9 shapes", or "" without it.
+    std::string predictions() const;
+
 private:
-    void step_values(const std::string& lhs, const std::string& name,
-                     const Values& v, const std::string& torch,
+    bool dumping() const { return !opt.dump_dir.empty(); }
+    void step_values(const std::string& lhs, const std::string& name, const Values& v,
+                     const std::string& dims, const std::string& torch,
                      const std::string& cpp, bool numbers);
+    void write_dump(const std::string& name, const Values& v);
+    void ask_shape(const std::string& lhs, const std::string& name, const Values& v,
+                   const std::string& dims);
+    std::string with_sizes(const std::string& dims) const;
     int sections_ = 0;
-    int dumped_ = 0;
+    std::map<std::string, std::size_t> symbols_;
+    std::set<std::string> dumped_;
+    bool asking_ = false;
+    int asked_ = 0, right_ = 0;
 };
 
 /// @p x with @p digits decimals, for sentences: fixed(0.61237) is "0.612".

@@ -12,6 +12,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
+#include "mha/fast/backward.hpp"
 #include "mha/heads.hpp"
 
 namespace mha {
@@ -36,10 +37,10 @@ Tensor3 linear_backward(const Tensor3& x, const Tensor3& dy, const Linear& l,
 
 }  // namespace
 
-AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
-                        const Tensor3& key, const Tensor3& value,
-                        const Tensor3& d_output, const Mask* mask, float fill,
-                        const Tensor4* score_bias) {
+AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query,
+                               const Tensor3& key, const Tensor3& value,
+                               const Tensor3& d_output, const Mask* mask, float fill,
+                               const Tensor4* score_bias) {
     m.check_inputs(query, key, value);
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = m.embed_dim();
@@ -89,6 +90,22 @@ AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
     g.key = linear_backward(key, merge_heads(dk), m.wk, g.wk);      // [B, Tk, E]
     g.value = linear_backward(value, merge_heads(dv), m.wv, g.wv);  // [B, Tk, E]
     return g;
+}
+
+// The fast path: the same gradients from the engine (src/mha/fast/).
+
+AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
+                        const Tensor3& key, const Tensor3& value, const Tensor3& d_output,
+                        const Mask* mask, float fill, const Tensor4* score_bias) {
+    const ForwardTrace t = m.trace(query, key, value, mask, fill, score_bias);
+    return fast::backward(m, {query, key, value, mask, fill, score_bias}, t, d_output);
+}
+
+AttentionGrads backward(const MultiHeadAttention& m, const ForwardTrace& trace,
+                        const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                        const Tensor3& d_output, const Mask* mask, float fill,
+                        const Tensor4* score_bias) {
+    return fast::backward(m, {query, key, value, mask, fill, score_bias}, trace, d_output);
 }
 
 }  // namespace mha

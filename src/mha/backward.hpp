@@ -7,7 +7,8 @@
 namespace mha {
 
 /// @defgroup backward Backward pass
-/// @brief Gradients of MultiHeadAttention::forward, written out by hand.
+/// @brief Gradients of MultiHeadAttention::forward, written out by hand:
+///        backward_stages() to read, backward() to run fast.
 ///
 /// For a loss L with dL/d(output) given, the chain runs the forward in
 /// reverse: w_o, merge, weights x V, softmax, mask, scores, split, and the
@@ -32,7 +33,8 @@ struct AttentionGrads {
 };
 
 /// dL/d(everything) given dL/d(output), for the same arguments forward()
-/// took. For self-attention `forward(X, X, X)`, dL/dX is the sum
+/// took: the stages of forward_stages() in reverse, each written out in
+/// backward.cpp. For self-attention `forward(X, X, X)`, dL/dX is the sum
 /// query + key + value.
 ///
 /// Softmax backward: with P the weights of one row and G = dL/dP,
@@ -49,11 +51,44 @@ struct AttentionGrads {
 /// @param score_bias nullptr, or added to the scores, as in forward()
 /// @return         the gradients, each shaped like what it differentiates
 /// @throws std::invalid_argument when a shape does not fit.
+AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query,
+                               const Tensor3& key, const Tensor3& value,
+                               const Tensor3& d_output, const Mask* mask = nullptr,
+                               float fill = kNegInf, const Tensor4* score_bias = nullptr);
+
+/// The same gradients, fast: a trace() of the forward, then the engine's
+/// backward (src/mha/fast/backward.cpp). Arguments as backward_stages().
+/// @param m        the module
+/// @param query    `[B, Tq, E]`
+/// @param key      `[B, Tk, E]`
+/// @param value    `[B, Tk, E]`
+/// @param d_output dL/d output `[B, Tq, E]`
+/// @param mask     nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, 0 = masked
+/// @param fill     what masked scores become, as in forward()
+/// @param score_bias nullptr, or added to the scores, as in forward()
+/// @return         the gradients
 AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
-                        const Tensor3& key, const Tensor3& value,
-                        const Tensor3& d_output, const Mask* mask = nullptr,
-                        float fill = kNegInf,
+                        const Tensor3& key, const Tensor3& value, const Tensor3& d_output,
+                        const Mask* mask = nullptr, float fill = kNegInf,
                         const Tensor4* score_bias = nullptr);
+
+/// backward() from a trace the caller kept: a training step runs trace()
+/// once, makes its loss's gradient from `trace.output`, and passes both
+/// here, so the forward is not run again.
+/// @param m        the module
+/// @param trace    what m.trace() returned for these inputs
+/// @param query    `[B, Tq, E]`
+/// @param key      `[B, Tk, E]`
+/// @param value    `[B, Tk, E]`
+/// @param d_output dL/d output `[B, Tq, E]`
+/// @param mask     the mask the trace was made with, or nullptr
+/// @param fill     the fill it was made with
+/// @param score_bias the score bias it was made with, or nullptr
+/// @return         the gradients
+AttentionGrads backward(const MultiHeadAttention& m, const ForwardTrace& trace,
+                        const Tensor3& query, const Tensor3& key, const Tensor3& value,
+                        const Tensor3& d_output, const Mask* mask = nullptr,
+                        float fill = kNegInf, const Tensor4* score_bias = nullptr);
 
 /// @}
 

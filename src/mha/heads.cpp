@@ -3,25 +3,21 @@
 #include "mha/heads.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace mha {
 
 std::size_t head_dim_for(std::size_t embed_dim, std::size_t num_heads) {
     require_nonzero({embed_dim, num_heads}, "[embed_dim, num_heads]");
     if (embed_dim % num_heads != 0) {
-        char would_be[32];
-        std::snprintf(would_be, sizeof would_be, "%.2f",
-                      static_cast<double>(embed_dim) / num_heads);
-        std::string fits;
-        for (std::size_t d : divisors(embed_dim)) {
-            if (!fits.empty()) fits += ", ";
-            fits += std::to_string(d);
-        }
-        fail("embed_dim " + std::to_string(embed_dim) +
-             " is not divisible by num_heads " + std::to_string(num_heads) +
-             " (head_dim would be " + would_be + "); num_heads must divide " +
-             std::to_string(embed_dim) + ": " + fits);
+        // The nearest head counts that fit, one below and one above.
+        std::size_t below = num_heads, above = num_heads;
+        while (embed_dim % below != 0) --below;
+        while (above < embed_dim && embed_dim % above != 0) ++above;
+        const std::string fits = above <= embed_dim && embed_dim % above == 0
+                                     ? std::to_string(below) + " or " + std::to_string(above)
+                                     : std::to_string(below);
+        fail("embed_dim " + std::to_string(embed_dim) + " is not divisible by num_heads " +
+             std::to_string(num_heads) + "; try " + fits);
     }
     return embed_dim / num_heads;
 }

@@ -14,8 +14,9 @@ namespace mha {
 /// @param embed_dim E (d_model), at least 1.
 /// @param num_heads H, at least 1.
 /// @return D, the size of each head
-/// @throws std::invalid_argument naming the divisors of E when H does not
-///         divide it, e.g. 512 and 7 (head_dim would be 73.14).
+/// @throws std::invalid_argument naming the nearest head counts that divide
+///         E when H does not: "embed_dim 512 is not divisible by num_heads 7;
+///         try 4 or 8".
 /// @warning PyTorch's `embed_dim // num_heads` floors silently: 512 // 7 is
 ///          73, and 7 x 73 = 511. See \ref lesson08.
 std::size_t head_dim_for(std::size_t embed_dim, std::size_t num_heads);

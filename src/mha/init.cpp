@@ -21,12 +21,22 @@ float Rng::uniform(float lo, float hi) {
 }
 
 float Rng::normal() {
-    // Box-Muller; 1 - unit() lies in (0, 1], so the log is finite.
-    const double u1 = 1.0 - unit();
-    const double u2 = unit();
-    const double two_pi = 6.283185307179586;
-    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
-                              std::cos(two_pi * u2));
+    if (has_spare_) {
+        has_spare_ = false;
+        return static_cast<float>(spare_);
+    }
+    // A point uniform in the unit disc (r2 = 0 is refused: log(0)); its
+    // two coordinates, scaled, are two independent normals.
+    double x1, x2, r2;
+    do {
+        x1 = 2.0 * unit() - 1.0;
+        x2 = 2.0 * unit() - 1.0;
+        r2 = x1 * x1 + x2 * x2;
+    } while (r2 >= 1.0 || r2 == 0.0);
+    const double f = std::sqrt(-2.0 * std::log(r2) / r2);
+    spare_ = f * x1;
+    has_spare_ = true;
+    return static_cast<float>(f * x2);
 }
 
 Tensor2 xavier_uniform(std::size_t fan_out, std::size_t fan_in, Rng& rng) {

@@ -17,7 +17,10 @@ namespace mha {
 ///
 /// std::mt19937 is specified bit for bit by the C++ standard, and the
 /// conversions below are written out here (the standard distributions are
-/// not), so the same seed gives the same numbers with every compiler.
+/// not), so the same seed gives the same numbers with every compiler. They
+/// are NumPy's: for an integer seed, uniform(0, 1) and normal() give what
+/// `np.random.RandomState(seed)`'s random_sample() and standard_normal() do
+/// (rounded to float).
 class Rng {
 public:
     /// @param seed any integer; the same seed gives the same sequence.
@@ -26,13 +29,17 @@ public:
     /// @param lo, hi the interval
     /// @return the next number
     float uniform(float lo, float hi);
-    /// Standard normal (mean 0, variance 1), by Box-Muller.
+    /// Standard normal (mean 0, variance 1), by Marsaglia's polar method:
+    /// two numbers per accepted pair of uniforms, the second kept for the
+    /// next call.
     /// @return the next number
     float normal();
 
 private:
     double unit();  // uniform in [0, 1) with 53 random bits
     std::mt19937 gen_;
+    bool has_spare_ = false;
+    double spare_ = 0.0;
 };
 
 /// Xavier/Glorot uniform, as `nn.init.xavier_uniform_`:
@@ -79,6 +86,7 @@ struct Init {
         xavier_uniform,  ///< the articles' choice, one matrix at a time
         zeros,           ///< every weight 0 (a pitfall)
         constant,        ///< every weight `value` (a pitfall)
+        torch_linear,    ///< as a plain nn.Linear initialises itself
         torch_mha        ///< as torch.nn.MultiheadAttention initialises itself
     };
     Kind kind = Kind::xavier_uniform;  ///< which scheme
@@ -101,6 +109,15 @@ struct Init {
     /// @return the scheme
     static Init constant(float v, std::uint64_t seed = 0) {
         return {Kind::constant, v, seed};
+    }
+    /// What a plain `nn.Linear(in, out)` does, and so the handwritten-course
+    /// article's module, which never re-initialises: weights from
+    /// U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform with a = sqrt(5)), so
+    /// var(w) = 1 / (3 in), a third of Xavier's 1 / in for a square layer.
+    /// @param seed seeds weights and biases
+    /// @return the scheme
+    static Init torch_linear(std::uint64_t seed = 0) {
+        return {Kind::torch_linear, 0.0f, seed};
     }
     /// What `torch.nn.MultiheadAttention(E, H)` does: one Xavier uniform over
     /// the packed in_proj weight `[3E, E]`, so wq, wk and wv are drawn with

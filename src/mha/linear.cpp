@@ -4,9 +4,10 @@
 #include "mha/linear.hpp"
 
 #include <array>
+#include <cmath>
 
-#include <xtensor-blas/xlinalg.hpp>
-#include <xtensor/xmanipulation.hpp>
+#include <xtensor-blas/xblas.hpp>
+#include <xtensor/xadapt.hpp>
 
 namespace mha {
 
@@ -17,6 +18,12 @@ Tensor2 make_weight(std::size_t out, std::size_t in, const Init& init,
     switch (init.kind) {
         case Init::Kind::zeros: return zeros(out, in);
         case Init::Kind::constant: return constant(out, in, init.value);
+        case Init::Kind::torch_linear: {
+            Tensor2 w = Tensor2::from_shape({out, in});
+            const float a = 1.0f / std::sqrt(static_cast<float>(in));
+            for (float& x : w) x = rng.uniform(-a, a);
+            return w;
+        }
         case Init::Kind::xavier_uniform:
         case Init::Kind::torch_mha: break;  // the module handles torch_mha
     }
@@ -55,12 +62,17 @@ Tensor3 linear(const Tensor3& x, const Linear& layer) {
              " expects in = " + std::to_string(layer.in_features()) +
              "; give x as [B, T, " + std::to_string(layer.in_features()) + "]");
     }
-    const std::array<std::size_t, 2> rows_shape{B * T, in};
-    const Tensor2 rows = xt::reshape_view(x, rows_shape);  // [B*T, in]
-    // [B*T, in] x [in, out] -> [B*T, out], + b broadcast over the rows
-    const Tensor2 y = xt::linalg::dot(rows, xt::transpose(layer.weight)) + layer.bias;
-    const std::array<std::size_t, 3> out_shape{B, T, out};
-    return xt::reshape_view(y, out_shape);  // [B, T, out]
+    // The tokens as rows: x's own memory read as [B*T, in], as x.view(-1, in).
+    const std::array<std::size_t, 2> rows_shape{B * T, in}, y_shape{B * T, out};
+    const auto rows = xt::adapt(x.data(), B * T * in, xt::no_ownership(), rows_shape);
+    Tensor3 y = Tensor3::from_shape({B, T, out});  // [B, T, out]
+    auto y_rows = xt::adapt(y.data(), B * T * out, xt::no_ownership(), y_shape);
+    // y = x W^T: [B*T, in] x [in, out] -> [B*T, out], one BLAS gemm into y
+    xt::blas::gemm(rows, layer.weight, y_rows, false, true);
+    // + b, the same bias on every row
+    for (std::size_t r = 0; r < B * T; ++r)
+        for (std::size_t o = 0; o < out; ++o) y_rows(r, o) += layer.bias(o);
+    return y;
 }
 
 }  // namespace mha

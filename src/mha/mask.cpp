@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include <xtensor/xoperation.hpp>
+
 namespace mha {
 
 namespace {
@@ -108,6 +110,48 @@ Tensor4 apply_mask(const Tensor4& scores, const Mask& mask, float fill) {
                     if (!keep[j]) row[j] = fill;
             }
     return out;
+}
+
+Mask from_torch_bool(const Mask& masked_out) {
+    Mask keep = !masked_out;  // True = may not attend
+    return keep;
+}
+
+Mask to_torch_bool(const Mask& keep) {
+    Mask masked_out = !keep;
+    return masked_out;
+}
+
+Tensor4 to_additive(const Mask& keep) {
+    Tensor4 additive = xt::where(keep, 0.0f, kNegInf);
+    return additive;
+}
+
+Mask from_additive(const Tensor4& additive) {
+    Mask keep = additive > kNegInf;  // finite: a key to see, maybe biased
+    return keep;
+}
+
+std::vector<std::size_t> to_lengths(const Mask& keep) {
+    const std::size_t B = keep.shape(0), Tk = keep.shape(3);
+    if (keep.shape(1) != 1 || keep.shape(2) != 1) {
+        fail("to_lengths: mask " + shape_of(keep) + " is not a padding mask [B, 1, 1, Tk]");
+    }
+    std::vector<std::size_t> lengths(B);
+    for (std::size_t b = 0; b < B; ++b) {
+        const bool* row = &keep(b, 0, 0, 0);
+        std::size_t n = 0;
+        while (n < Tk && row[n]) ++n;
+        for (std::size_t j = n; j < Tk; ++j) {
+            if (row[j]) {
+                fail("to_lengths: sequence " + std::to_string(b) + " of mask " +
+                     shape_of(keep) + " has key " + std::to_string(j) +
+                     " after padding: not ones then zeros");
+            }
+        }
+        lengths[b] = n;
+    }
+    return lengths;
 }
 
 Tensor4 add_score_bias(const Tensor4& scores, const Tensor4& bias) {

@@ -33,6 +33,45 @@ Mask causal_mask(std::size_t tq, std::size_t tk);
 /// @return        `[B, 1, 1, Tk]`
 Mask padding_mask(const std::vector<std::size_t>& lengths, std::size_t tk);
 
+/// @name The four ways masks are written
+/// Learners meet four conventions for the same mask. The core's is the
+/// articles' keep-mask, 1 = may attend; these convert the other three to it
+/// and back. A flipped polarity attends to exactly the keys it should not.
+/// @{
+
+/// PyTorch's bool `attn_mask` / `key_padding_mask`, True = may NOT attend,
+/// as a keep-mask: the negation.
+/// @param masked_out `[B or 1, H or 1, Tq or 1, Tk]`, true = masked
+/// @return           the keep-mask, 1 = may attend
+Mask from_torch_bool(const Mask& masked_out);
+
+/// A keep-mask as PyTorch's bool mask, True = may NOT attend.
+/// @param keep `[B or 1, H or 1, Tq or 1, Tk]`, 1 = may attend
+/// @return     the same shape, true = masked
+Mask to_torch_bool(const Mask& keep);
+
+/// A keep-mask as an additive float mask: 0 where a key may be seen, -inf
+/// where not, to be added to the scores (PyTorch's float `attn_mask`).
+/// @param keep `[B or 1, H or 1, Tq or 1, Tk]`
+/// @return     the same shape, 0 or -inf
+Tensor4 to_additive(const Mask& keep);
+
+/// An additive float mask as a keep-mask: -inf is masked, any finite
+/// value (0, or a bias) may be attended.
+/// @param additive `[B or 1, H or 1, Tq or 1, Tk]`
+/// @return         the keep-mask
+Mask from_additive(const Tensor4& additive);
+
+/// A padding keep-mask `[B, 1, 1, Tk]` back to the valid lengths that
+/// padding_mask() makes it from.
+/// @param keep `[B, 1, 1, Tk]`, each row some ones then zeros
+/// @return     `[B]`, the count of leading ones per sequence
+/// @throws std::invalid_argument for another shape, or a row that is not
+///         ones then zeros (it is no padding mask).
+std::vector<std::size_t> to_lengths(const Mask& keep);
+
+/// @}
+
 /// Both masks at once (logical and), broadcast like PyTorch.
 /// @param a `[B or 1, H or 1, Tq or 1, Tk]`
 /// @param b `[B or 1, H or 1, Tq or 1, Tk]`

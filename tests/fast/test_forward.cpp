@@ -4,6 +4,7 @@
 // against forward_stages(): tests/test_attention.cpp.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <xtensor/xview.hpp>
 
 #include "mha/fast/parallel.hpp"
+#include "mha/backward.hpp"
 #include "mha/reference.hpp"
 
 namespace {
@@ -160,5 +162,51 @@ TEST_CASE("forward: every sequence of a chunked batch, the last chunks' too, as 
         // the same sums, over different row counts in BLAS: a few ulps apart
         CHECK(mha::max_abs_diff(alone.output, xt::view(all.output, xt::range(b, b + 1))) < 1e-5);
         CHECK(mha::max_abs_diff(alone.weights, xt::view(all.weights, xt::range(b, b + 1))) < 1e-6);
+    }
+}
+
+TEST_CASE("backward: the engine's gradients equal the stages', masks and cross-attention" *
+          doctest::test_suite("oracle")) {
+    // Shapes across the engine's chunks, a fully padded sequence, a causal
+    // mask with Tq != Tk; from a kept trace as from the inputs.
+    struct Shape {
+        std::size_t B, Tq, Tk, E, H;
+    };
+    std::uint64_t seed = 700;
+    for (const Shape& c : {Shape{2, 5, 5, 12, 3}, Shape{3, 7, 4, 16, 4},
+                           Shape{40, 16, 16, 16, 2}, Shape{1, 70, 33, 8, 1}}) {
+        for (int masked = 0; masked < 3; ++masked) {
+            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(masked);
+            mha::Rng rng(++seed);
+            const mha::MultiHeadAttention m(c.E, c.H, mha::Init::xavier(seed));
+            const mha::Tensor3 q = mha::randn(c.B, c.Tq, c.E, rng);
+            const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+            const mha::Tensor3 r = mha::randn(c.B, c.Tq, c.E, rng);
+            std::vector<std::size_t> lengths(c.B, c.Tk);
+            lengths[0] = 0;
+            mha::Mask mask = masked == 1 ? mha::causal_mask(c.Tq, c.Tk)
+                                         : mha::padding_mask(lengths, c.Tk);
+            const mha::Mask* mp = masked ? &mask : nullptr;
+            const auto want = mha::backward_stages(m, q, kv, kv, r, mp);
+            const mha::ForwardTrace t = m.trace(q, kv, kv, mp);
+            for (const auto& got : {mha::backward(m, q, kv, kv, r, mp),
+                                    mha::backward(m, t, q, kv, kv, r, mp)}) {
+                // sums of up to B*T terms in other orders: relative to the largest
+                auto close = [](const auto& a, const auto& b) {
+                    double big = 1e-6;
+                    for (float x : b) big = std::max(big, double(std::fabs(x)));
+                    return mha::max_abs_diff(a, b) / big;
+                };
+                CHECK(close(got.wq.weight, want.wq.weight) < 1e-5);
+                CHECK(close(got.wk.weight, want.wk.weight) < 1e-5);
+                CHECK(close(got.wv.weight, want.wv.weight) < 1e-5);
+                CHECK(close(got.w_o.weight, want.w_o.weight) < 1e-5);
+                CHECK(close(got.wq.bias, want.wq.bias) < 1e-5);
+                CHECK(close(got.w_o.bias, want.w_o.bias) < 1e-5);
+                CHECK(close(got.query, want.query) < 1e-5);
+                CHECK(close(got.key, want.key) < 1e-5);
+                CHECK(close(got.value, want.value) < 1e-5);
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xnpy.hpp>
 
 #include "mha/io/npy.hpp"
@@ -47,6 +48,27 @@ TEST_CASE("npy: float32 round trip, float64 converted") {
     xt::dump_npy(d.file("d.npy"), d64);
     const auto f = mha::load_npy_float(d.file("d.npy"), "d", 2);
     CHECK(f(0, 1) == doctest::Approx(0.2f));
+}
+
+TEST_CASE("npy: masks are written as bool, and every file as NumPy writes it") {
+    TempDir d("bool");
+    const xt::xtensor<bool, 4> mask = {{{{true, false, true}, {false, false, true}}}};
+    mha::save_npy(d.file("m.npy"), mask);
+    CHECK(mha::npy_info(d.file("m.npy")).dtype == "|b1");
+    const auto back = mha::load_npy_bool(d.file("m.npy"), "mask", 4);
+    CHECK(mha::shape_of(back) == "[1, 1, 2, 3]");
+    CHECK(std::equal(back.begin(), back.end(), mask.begin()));
+    // np.save(f, np.zeros(5, np.float32)) writes exactly these 128 + 20 bytes:
+    // the header padded to 128 so that the data starts on a multiple of 64.
+    const mha::Tensor1 five = xt::zeros<float>({5});
+    mha::save_npy(d.file("five.npy"), five);
+    const std::string bytes = read_all(d.file("five.npy"));
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }";
+    header += std::string(128 - 10 - header.size() - 1, ' ') + "\n";
+    CHECK(bytes.substr(10, 118) == header);
+    CHECK(bytes.size() == 128 + 20);
+    CHECK_THROWS_WITH_AS(mha::save_npy(d.file("no/such/folder/x.npy"), mask),
+                         doctest::Contains("cannot write"), std::invalid_argument);
 }
 
 TEST_CASE("npy: a Fortran-order file is read in the right order") {

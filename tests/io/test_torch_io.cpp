@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include <xtensor/xnpy.hpp>
+
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
 

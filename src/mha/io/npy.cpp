@@ -39,7 +39,49 @@ void check_rank(const NpyInfo& info, const std::string& path,
     }
 }
 
+// Magic, version 1.0, and a header padded with spaces so that the data
+// starts on a multiple of 64 bytes, ended by a newline (NumPy's format).
+void write_npy(const std::string& path, const char* descr, const void* data,
+               std::size_t bytes, const std::vector<std::size_t>& shape) {
+    std::string dims;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        dims += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+    if (shape.size() == 1) dims += ',';  // (5,): how Python writes a 1-tuple
+    std::string header = std::string("{'descr': '") + descr +
+                         "', 'fortran_order': False, 'shape': (" + dims + "), }";
+    const std::size_t total = (10 + header.size() + 1 + 63) / 64 * 64;
+    header.append(total - 10 - header.size() - 1, ' ');
+    header += '\n';
+    std::ofstream f(path, std::ios::binary);
+    if (!f) fail("cannot write " + path);
+    const unsigned char magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+    f.write(reinterpret_cast<const char*>(magic), 8);
+    const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                                  static_cast<unsigned char>(header.size() >> 8)};
+    f.write(reinterpret_cast<const char*>(len), 2);
+    f.write(header.data(), static_cast<std::streamsize>(header.size()));
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    if (!f) fail("cannot write " + path);
+}
+
+std::size_t count(const std::vector<std::size_t>& shape) {
+    std::size_t n = 1;
+    for (std::size_t d : shape) n *= d;
+    return n;
+}
+
 }  // namespace
+
+void save_npy_float(const std::string& path, const float* data,
+                    const std::vector<std::size_t>& shape) {
+    write_npy(path, "<f4", data, count(shape) * sizeof(float), shape);
+}
+
+void save_npy_bool(const std::string& path, const bool* data,
+                   const std::vector<std::size_t>& shape) {
+    static_assert(sizeof(bool) == 1, "a bool .npy holds one byte per flag");
+    write_npy(path, "|b1", data, count(shape), shape);
+}
 
 NpyInfo npy_info(const std::string& path) {
     std::ifstream f(path, std::ios::binary | std::ios::ate);

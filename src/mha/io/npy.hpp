@@ -3,7 +3,10 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include <xtensor/xarray.hpp>
 
 #include "mha/shape.hpp"
 
@@ -58,15 +61,37 @@ Tensor3 load_npy_tensor3(const std::string& path, const std::string& what);
 xt::xarray<bool> load_npy_bool(const std::string& path, const std::string& what,
                                std::size_t rank);
 
-/// Writes @p t as float32, C order, so that `np.load` opens it.
+/// Writes @p n floats of shape @p shape as a float32 `.npy` file, C order.
+/// @param path  the file to write
+/// @param data  the numbers, row-major
+/// @param shape their shape (its product is the count)
+/// @throws std::invalid_argument when the file cannot be written.
+void save_npy_float(const std::string& path, const float* data,
+                    const std::vector<std::size_t>& shape);
+
+/// The same for flags: a bool `.npy` file (dtype `|b1`), as PyTorch and
+/// NumPy save masks.
+/// @param path  the file to write
+/// @param data  the flags, row-major
+/// @param shape their shape
+/// @throws std::invalid_argument when the file cannot be written.
+void save_npy_bool(const std::string& path, const bool* data,
+                   const std::vector<std::size_t>& shape);
+
+/// Writes @p t as `np.load` opens it: float32 for numbers, bool for a mask.
 /// @param path the file to write
-/// @param t    a tensor of any rank (bool masks are written as 0.0 / 1.0)
+/// @param t    a contiguous tensor of any rank, float or bool
 /// @throws std::invalid_argument when the file cannot be written.
 template <class T>
-void save_npy(const std::string& path, const T& t);
+void save_npy(const std::string& path, const T& t) {
+    const std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
+    if constexpr (std::is_same<typename T::value_type, bool>::value) {
+        save_npy_bool(path, t.data(), shape);
+    } else {
+        save_npy_float(path, t.data(), shape);
+    }
+}
 
 /// @}
 
 }  // namespace mha
-
-#include "mha/io/npy_save.hpp"

@@ -1,0 +1,107 @@
+// The engine's backward: the forward's stages in reverse, on the trace's
+// [B, T, E] tensors, head h read in place as the T x D block at column h*D.
+//
+// B = batch, Tq / Tk = queries / keys, E = embed_dim, H = heads, D = E / H.
+#include "mha/fast/backward.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "mha/fast/blas.hpp"
+#include "mha/fast/memory.hpp"
+#include "mha/fast/parallel.hpp"
+
+namespace mha::fast {
+
+namespace {
+
+// For y = x W^T + b over R rows: dW = dy^T x, db = the sum of dy's rows,
+// dx = dy W. x is [R, in], dy is [R, out]; dx gets [R, in].
+LinearGrad linear_backward(const float* x, const float* dy, std::size_t R, const Linear& l,
+                           float* dx) {
+    const std::size_t out = l.out_features(), in = l.in_features();
+    LinearGrad g{Tensor2::from_shape({out, in}), Tensor1::from_shape({out})};
+    gemm({dy, R, out, out}, true, {x, R, in, in}, false, g.weight.data(), in);  // [out, in]
+    gemm({dy, R, out, out}, false, {l.weight.data(), out, in, in}, false, dx, in);  // [R, in]
+    g.bias.fill(0.0f);
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t o = 0; o < out; ++o) g.bias(o) += dy[r * out + o];
+    return g;
+}
+
+}  // namespace
+
+AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const ForwardTrace& t,
+                        const Tensor3& d_output) {
+    m.check_inputs(in.query, in.key, in.value);
+    const std::size_t B = in.query.shape(0), Tq = in.query.shape(1);
+    const std::size_t Tk = in.key.shape(1), E = m.embed_dim();
+    const std::size_t H = m.num_heads(), D = m.head_dim();
+    if (d_output.shape(0) != B || d_output.shape(1) != Tq || d_output.shape(2) != E) {
+        fail("backward: d_output " + shape_of(d_output) +
+             " must have the output's shape [B, Tq, E] = " + shape_of(in.query));
+    }
+    if (shape_of(t.q) != shape_of(in.query) || shape_of(t.k) != shape_of(in.key) ||
+        shape_of(t.context) != shape_of(in.query) ||
+        t.weights.shape() != Tensor4::shape_type{B, H, Tq, Tk}) {
+        fail("backward: the trace holds q " + shape_of(t.q) + " and weights " +
+             shape_of(t.weights) + ", not a trace() of query " + shape_of(in.query) +
+             " and key " + shape_of(in.key));
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    AttentionGrads g;
+
+    // 1) output = context W_o^T + b_o
+    Tensor3 d_context = Tensor3::from_shape({B, Tq, E});
+    g.w_o = linear_backward(t.context.data(), d_output.data(), B * Tq, m.w_o,
+                            d_context.data());
+
+    // 2) per (sequence, head), each on its own blocks: weights x V, softmax,
+    //    mask, scores
+    Tensor3 dq = Tensor3::from_shape({B, Tq, E});
+    Tensor3 dk = Tensor3::from_shape({B, Tk, E}), dv = Tensor3::from_shape({B, Tk, E});
+    std::atomic<std::size_t> next_pair{0};
+    parallel_for(std::min(B * H, worker_count()), [&](std::size_t, std::size_t) {
+        Buffer dP(Tq * Tk);  // [Tq, Tk], this worker's
+        for (std::size_t bh; (bh = next_pair++) < B * H;) {
+            const std::size_t b = bh / H, h = bh % H;
+            const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * E + h * D;
+            const float* P = &t.weights(b, h, 0, 0);  // [Tq, Tk]
+            const float* dctx = d_context.data() + qo;  // [Tq, D], rows E apart
+            // context = P V:  dP = dctx V^T,  dV = P^T dctx
+            gemm({dctx, Tq, D, E}, false, {t.v.data() + ko, Tk, D, E}, true, dP.data(), Tk);
+            gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, E}, false, dv.data() + ko, E);
+            // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is
+            // a constant (the fill): its gradient is 0
+            for (std::size_t i = 0; i < Tq; ++i) {
+                const float* p = P + i * Tk;
+                float* ds = dP.data() + i * Tk;
+                float dot = 0.0f;
+                for (std::size_t j = 0; j < Tk; ++j) dot += p[j] * ds[j];
+                for (std::size_t j = 0; j < Tk; ++j) ds[j] = p[j] * (ds[j] - dot);
+                if (in.mask != nullptr) {
+                    const bool* keep = mask_row(*in.mask, b, h, i);
+                    for (std::size_t j = 0; j < Tk; ++j)
+                        if (!keep[j]) ds[j] = 0.0f;
+                }
+            }
+            // S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
+            gemm({dP.data(), Tq, Tk, Tk}, false, {t.k.data() + ko, Tk, D, E}, false,
+                 dq.data() + qo, E, scale);
+            gemm({dP.data(), Tq, Tk, Tk}, true, {t.q.data() + qo, Tq, D, E}, false,
+                 dk.data() + ko, E, scale);
+        }
+    });
+
+    // 3) the three projections
+    g.query = Tensor3::from_shape({B, Tq, E});
+    g.key = Tensor3::from_shape({B, Tk, E});
+    g.value = Tensor3::from_shape({B, Tk, E});
+    g.wq = linear_backward(in.query.data(), dq.data(), B * Tq, m.wq, g.query.data());
+    g.wk = linear_backward(in.key.data(), dk.data(), B * Tk, m.wk, g.key.data());
+    g.wv = linear_backward(in.value.data(), dv.data(), B * Tk, m.wv, g.value.data());
+    return g;
+}
+
+}  // namespace mha::fast
