@@ -14,6 +14,7 @@
 #include <cmath>
 #include <vector>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xoperation.hpp>
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
         for (std::size_t b = 0; b < B; ++b) lengths[b] = T - b % T;  // T, T-1, ...
         lengths[0] = std::max<std::size_t>(1, std::min<std::size_t>(T, 20) * 3 / 4);
         const mha::Mask pad = mha::padding_mask(lengths, T);  // [B, 1, 1, T]
+        L.dump("lengths", mha::Tensor1(xt::adapt(lengths)));  // for lessons/pytorch/
         L.step("pad = lengths[b] > j", "pad", pad, "B, 1, 1, Tk",
                "key_padding_mask (True = ignore) is its negation",
                "mha::Mask pad = mha::padding_mask(lengths, T);");

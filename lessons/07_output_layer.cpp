@@ -25,7 +25,7 @@
 
 int main(int argc, char** argv) {
     const lesson::Info info{"07_output_layer", "output = w_combine(x); the whole module",
-                            false, 107.7};
+                            false, 111.9};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
         std::vector<std::size_t> lengths(B, 6);
         lengths[0] = 4;  // the first sequence's memory: 4 real keys, 2 of padding
         const mha::Mask pad = mha::padding_mask(lengths, 6);  // [B, 1, 1, Tk]
+        L.dump("dec", dec), L.dump("enc", enc), L.dump("cross.pad", pad);  // for lessons/pytorch/
         const mha::AttentionOutput cross = m.forward(dec, enc, enc, &pad);
         L.step("attention(dec, enc, enc)", "cross.weights", cross.weights, "B, H, Tq, Tk",
                "out, w = mha(dec, enc, enc, key_padding_mask=~keep)",

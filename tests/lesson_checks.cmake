@@ -9,6 +9,7 @@
 # MODE pause_tty   --pause on a terminal clears the screen before each section
 #                  (ESC [H ESC [2J), and never when stdout is not a terminal.
 # MODE claims_last LESSON prints its OK lines only after the section WHERE.
+# MODE same_files  the FILES in DIR hold the same bytes.
 cmake_minimum_required(VERSION 3.25)
 
 function(run_lesson out)
@@ -123,6 +124,18 @@ elseif(MODE STREQUAL "claims_last")
   if(section EQUAL -1 OR first_ok LESS section)
     message(FATAL_ERROR "an OK line comes before '${WHERE}':\n${o}")
   endif()
+
+elseif(MODE STREQUAL "same_files")  # FILES, in DIR, hold the same bytes
+  set(first "")
+  foreach(f IN LISTS FILES)
+    file(SHA256 "${DIR}/${f}" h)
+    if(first STREQUAL "")
+      set(first ${h})
+      set(first_name ${f})
+    elseif(NOT h STREQUAL first)
+      message(FATAL_ERROR "${f} differs from ${first_name}")
+    endif()
+  endforeach()
 
 else()
   message(FATAL_ERROR "lesson_checks.cmake: unknown MODE '${MODE}'")

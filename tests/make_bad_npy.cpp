@@ -1,6 +1,13 @@
-// make_bad_npy DIR: writes the odd .npy files that mha_forward must refuse
-// (or read correctly), for the mha_forward.npy.* tests. The good ones are
-// [2, 5, 12] float32 inputs for the causal_and_padding parity case (E = 12).
+// make_bad_npy DIR [CASE]: writes the odd .npy files that mha_forward must
+// refuse (or read correctly), for the mha_forward.npy.* tests. The good ones
+// are [2, 5, 12] float32 inputs for the causal_and_padding parity case
+// (E = 12). With CASE (that parity case's folder) it also writes its
+// weights as nn.MultiheadAttention saves them (DIR/mha) and in each
+// article's state_dict layout (DIR/four_linear, DIR/handwritten), a folder
+// with two layouts (DIR/both), one with none (DIR/none), a [5, 5] tril
+// keep-mask as float (DIR/tril.npy), one of the wrong size (DIR/tril_4.npy),
+// a bool [4, 4] attn_mask (DIR/mask_4x4.npy), a rank-4 input (rank4.npy) and
+// a rank-5 file (rank5.npy).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,9 +15,11 @@
 #include <string>
 
 #include <xtensor/xnpy.hpp>
+#include <xtensor/xview.hpp>
 
 #include "mha/init.hpp"
 #include "mha/io/npy.hpp"
+#include "mha/io/torch_io.hpp"
 
 namespace {
 
@@ -23,11 +32,22 @@ void write(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// The module's layers under the four state_dict names of an article's class.
+void save_linears(const mha::MultiHeadAttention& m, const std::string& dir,
+                  const char* const names[4]) {
+    std::filesystem::create_directories(dir);
+    const mha::Linear* layers[4] = {&m.wq, &m.wk, &m.wv, &m.w_o};
+    for (int l = 0; l < 4; ++l) {
+        mha::save_npy(dir + "/" + names[l] + ".weight.npy", layers[l]->weight);
+        mha::save_npy(dir + "/" + names[l] + ".bias.npy", layers[l]->bias);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: make_bad_npy DIR\n");
+    if (argc != 2 && argc != 3) {
+        std::fprintf(stderr, "usage: make_bad_npy DIR [CASE]\n");
         return 2;
     }
     const std::string dir = argv[1];
@@ -51,5 +71,27 @@ int main(int argc, char** argv) {
     const xt::xtensor<float, 3, xt::layout_type::column_major> f = x;
     xt::dump_npy(dir + "/fortran.npy", f);
     std::printf("wrote 10 files to %s\n", dir.c_str());
+    if (argc == 3) {
+        const mha::MultiHeadAttention m = mha::load_torch_mha(argv[2], 3);
+        std::filesystem::create_directories(dir + "/mha");
+        mha::save_torch_mha(m, dir + "/mha");
+        mha::save_npy(dir + "/rank4.npy", mha::Tensor4::from_shape({2, 3, 5, 5}));
+        mha::save_npy(dir + "/rank5.npy", xt::xtensor<float, 5>::from_shape({1, 1, 1, 5, 5}));
+        const xt::xtensor<bool, 2> mask_4x4 = xt::xtensor<bool, 2>::from_shape({4, 4});
+        mha::save_npy(dir + "/mask_4x4.npy", mask_4x4);
+        const char* const four[4] = {"wq", "wk", "wv", "fc_out"};
+        const char* const hand[4] = {"w_q", "w_k", "w_v", "w_combine"};
+        save_linears(m, dir + "/four_linear", four);
+        save_linears(m, dir + "/handwritten", hand);
+        save_linears(m, dir + "/both", four);
+        save_linears(m, dir + "/both", hand);
+        std::filesystem::create_directories(dir + "/none");
+        const mha::Mask tril = mha::causal_mask(5, 5);
+        const xt::xtensor<float, 2> ones = xt::cast<float>(xt::view(tril, 0, 0));
+        mha::save_npy(dir + "/tril.npy", ones);
+        const xt::xtensor<float, 2> small = xt::cast<float>(xt::view(mha::causal_mask(4, 4), 0, 0));
+        mha::save_npy(dir + "/tril_4.npy", small);
+        std::printf("and the state_dict layouts and keep-masks\n");
+    }
     return 0;
 }

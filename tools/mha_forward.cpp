@@ -1,25 +1,26 @@
-// mha_forward: the core's MultiHeadAttention with PyTorch's weights.
+// mha_forward: the core's MultiHeadAttention on weights saved from PyTorch.
 //
-//   mha_forward --weights DIR --num-heads H --query Q.npy
-//               [--key K.npy --value V.npy] [--attn-mask M.npy]
-//               [--key-padding-mask P.npy] --out DIR
+//   mha_forward --weights DIR --num-heads H --query Q.npy --out DIR [...]
 //
-// DIR holds nn.MultiheadAttention(E, H).state_dict() as .npy files (see the
-// README). Inputs are batch-first [B, T, E] float32 (float64 is converted);
-// without --key and --value it is self-attention. Masks follow PyTorch:
-// True = not allowed / ignore; a float attn_mask is added to the scores.
-// Writes OUT/output.npy [B, Tq, E] and OUT/attn_weights.npy [B, H, Tq, Tk],
-// one set of weights per head. A query whose keys are all masked gets zero
-// weights (the core's policy; PyTorch gives NaN there).
+// DIR holds a state_dict saved as .npy files (see --help): that of
+// nn.MultiheadAttention, or of either article's class. Inputs are batch-
+// first [B, T, E] float32 (float64 is converted); without --key and
+// --value it is self-attention. Masks come in PyTorch's polarity (True = not
+// allowed; a float attn_mask is added to the scores) or the articles' (1 =
+// may attend). Writes OUT/output.npy [B, Tq, E] and OUT/attn_weights.npy
+// [B, H, Tq, Tk], one set of weights per head. A query whose keys are all
+// masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
 // Bad input: one line on stderr naming the file and the shapes, exit 2.
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -29,36 +30,62 @@
 
 namespace {
 
-const char* const kUsage =
-    "usage: mha_forward --weights DIR --num-heads H --query Q.npy "
-    "[--key K.npy --value V.npy] [--attn-mask M.npy] [--key-padding-mask P.npy] "
-    "--out DIR";
+const char* const kUsage = R"(usage: mha_forward --weights DIR --num-heads H --query Q.npy --out DIR
+                   [--key K.npy --value V.npy] [masks] [--fill F]
+
+  --weights DIR   a state_dict saved as one .npy file per entry, one of
+                    nn.MultiheadAttention: in_proj_weight, in_proj_bias,
+                      out_proj.weight, out_proj.bias
+                    the four-linear-layers article: wq, wk, wv, fc_out,
+                      each .weight [E, E] and .bias [E]
+                    the handwritten-course article: w_q, w_k, w_v, w_combine
+  --num-heads H   heads; H must divide E
+  --query Q.npy   [B, Tq, E], batch first, float32 (or float64)
+  --key K.npy     [B, Tk, E], with --value, for cross-attention
+  --value V.npy   [B, Tk, E]
+  --out DIR       gets output.npy [B, Tq, E], attn_weights.npy [B, H, Tq, Tk]
+masks, PyTorch's polarity (True = may not attend):
+  --attn-mask M.npy         bool [Tq, Tk] or [B*H, Tq, Tk]; or float, added
+  --key-padding-mask P.npy  bool [B, Tk], True = ignore that key
+masks, the articles' polarity (1 = may attend):
+  --keep-mask M.npy  bool or float, [Tq, Tk], [B, Tq, Tk] or rank 4
+  --causal           torch.tril: query i sees keys 0..i
+  --fill F           what masked scores become: -inf (default), or -1e10 as
+                     the four-linear-layers article fills
+)";
 
 struct Bad : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
+// Flags that take a value, and those that do not.
+const char* const kValued[] = {"--weights", "--num-heads", "--query", "--key", "--value",
+                               "--attn-mask", "--key-padding-mask", "--keep-mask",
+                               "--fill", "--out"};
+const char* const kSwitches[] = {"--causal"};
+
 std::map<std::string, std::string> parse(int argc, char** argv) {
-    static const char* const known[] = {"--weights", "--num-heads", "--query",
-                                        "--key", "--value", "--attn-mask",
-                                        "--key-padding-mask", "--out"};
     std::map<std::string, std::string> args;
     for (int i = 1; i < argc; ++i) {
         const std::string flag = argv[i];
         if (flag == "--help" || flag == "-h") throw Bad("help");
-        bool ok = false;
-        for (const char* k : known) ok = ok || flag == k;
-        if (!ok) throw Bad("unknown argument '" + flag + "'; " + kUsage);
+        bool valued = false, on_off = false;
+        for (const char* k : kValued) valued = valued || flag == k;
+        for (const char* k : kSwitches) on_off = on_off || flag == k;
+        if (!valued && !on_off) throw Bad("unknown argument '" + flag + "' (try --help)");
+        if (args.count(flag)) throw Bad(flag + " is given twice");
+        if (on_off) {
+            args[flag] = "";
+            continue;
+        }
         if (i + 1 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0)
             throw Bad(flag + " needs a value");
-        if (args.count(flag)) throw Bad(flag + " is given twice");
         args[flag] = argv[++i];
     }
     for (const char* need : {"--weights", "--num-heads", "--query", "--out"})
-        if (!args.count(need)) throw Bad(std::string("missing ") + need + "; " + kUsage);
+        if (!args.count(need)) throw Bad(std::string("missing ") + need + " (try --help)");
     if (args.count("--key") != args.count("--value"))
-        throw Bad("--key and --value go together: give both, or neither for "
-                  "self-attention");
+        throw Bad("--key and --value go together: both, or neither for self-attention");
     return args;
 }
 
@@ -71,13 +98,21 @@ std::size_t parse_heads(const std::string& text) {
     return static_cast<std::size_t>(v);
 }
 
-mha::Tensor3 load_input(const std::string& path, const std::string& what,
-                        std::size_t E) {
+float parse_fill(const std::string& text) {
+    if (text == "-inf") return mha::kNegInf;
+    errno = 0;
+    char* end = nullptr;
+    const float v = std::strtof(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v >= 0)
+        throw Bad("--fill must be -inf or a negative number such as -1e10, not '" + text + "'");
+    return v;
+}
+
+mha::Tensor3 load_input(const std::string& path, const std::string& what, std::size_t E) {
     mha::Tensor3 x = mha::load_npy_tensor3(path, what + " [B, T, E]");
     if (x.shape(2) != E) {
         throw Bad(path + ": " + what + " has shape " + mha::shape_of(x) +
-                  " but the weights have E = " + std::to_string(E) +
-                  "; it must be [B, T, " + std::to_string(E) + "]");
+                  " but the weights have E = " + std::to_string(E));
     }
     return x;
 }
@@ -85,10 +120,8 @@ mha::Tensor3 load_input(const std::string& path, const std::string& what,
 void make_out_dir(const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec || access(dir.c_str(), W_OK) != 0) {
-        throw Bad("--out " + dir + ": cannot write to this folder" +
-                  (ec ? " (" + ec.message() + ")" : ""));
-    }
+    if (ec || access(dir.c_str(), W_OK) != 0)
+        throw Bad("--out " + dir + ": cannot write to this folder");
 }
 
 }  // namespace
@@ -96,8 +129,12 @@ void make_out_dir(const std::string& dir) {
 int main(int argc, char** argv) {
     try {
         const auto args = parse(argc, argv);
+        const auto at = [&](const char* flag) {
+            return args.count(flag) ? args.at(flag) : std::string();
+        };
         const std::size_t H = parse_heads(args.at("--num-heads"));
-        const mha::MultiHeadAttention m = mha::load_torch_mha(args.at("--weights"), H);
+        const float fill = args.count("--fill") ? parse_fill(args.at("--fill")) : mha::kNegInf;
+        const mha::MultiHeadAttention m = mha::load_state_dict(args.at("--weights"), H);
         const std::size_t E = m.embed_dim();
         const mha::Tensor3 q = load_input(args.at("--query"), "query", E);
         const bool cross = args.count("--key") > 0;
@@ -106,18 +143,21 @@ int main(int argc, char** argv) {
         if (cross && (k.shape(0) != q.shape(0) || v.shape(0) != q.shape(0) ||
                       k.shape(1) != v.shape(1))) {
             throw Bad("query " + mha::shape_of(q) + ", key " + mha::shape_of(k) +
-                      " and value " + mha::shape_of(v) +
-                      " must share B, and key and value must share Tk");
+                      " and value " + mha::shape_of(v) + " must share B; key and value, Tk");
         }
-        const auto at = [&](const char* flag) {
-            return args.count(flag) ? args.at(flag) : std::string();
+        const std::size_t B = q.shape(0), Tq = q.shape(1), Tk = k.shape(1);
+        mha::TorchMasks masks = mha::load_torch_masks(at("--attn-mask"),
+                                                      at("--key-padding-mask"), B, H, Tq, Tk);
+        // The articles' masks join PyTorch's: a key must pass all of them.
+        std::optional<mha::Mask> keep = masks.keep;
+        auto add = [&keep](const mha::Mask& more) {
+            keep = keep ? mha::combine_masks(*keep, more) : more;
         };
-        const mha::TorchMasks masks =
-            mha::load_torch_masks(at("--attn-mask"), at("--key-padding-mask"),
-                                  q.shape(0), H, q.shape(1), k.shape(1));
+        if (args.count("--keep-mask")) add(mha::load_keep_mask(at("--keep-mask"), B, H, Tq, Tk));
+        if (args.count("--causal")) add(mha::causal_mask(Tq, Tk));
         make_out_dir(args.at("--out"));
         const mha::AttentionOutput out =
-            m.forward(q, k, v, masks.keep_ptr(), mha::kNegInf, masks.bias_ptr());
+            m.forward(q, k, v, keep ? &*keep : nullptr, fill, masks.bias_ptr());
         mha::save_npy(args.at("--out") + "/output.npy", out.output);
         mha::save_npy(args.at("--out") + "/attn_weights.npy", out.weights);
         std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n",
@@ -126,7 +166,7 @@ int main(int argc, char** argv) {
         return 0;
     } catch (const Bad& e) {
         if (std::string(e.what()) == "help") {
-            std::printf("%s\n", kUsage);
+            std::printf("%s", kUsage);
             return 0;
         }
         std::fprintf(stderr, "mha_forward: %s\n", e.what());

@@ -111,15 +111,16 @@ public:
     void dump(const std::string& name, const T& t) {
         if (dumping() && dumped_.count(name) == 0) write_dump(name, Values::of(t, true));
     }
-    /// With --dump, the module's four layers as wq.weight.npy, wq.bias.npy,
-    /// ..., w_o.bias.npy: what the PyTorch scripts load into the articles'
-    /// classes (lessons/pytorch/).
+    /// With --dump, the module's four layers under the four-linear-layers
+    /// article's state_dict names, wq, wk, wv and fc_out (our w_o), each
+    /// .weight.npy and .bias.npy: what the PyTorch scripts (lessons/pytorch/)
+    /// and mha_forward --weights load.
     template <class Module>
     void dump_layers(const Module& m) {
         dump("wq.weight", m.wq.weight), dump("wq.bias", m.wq.bias);
         dump("wk.weight", m.wk.weight), dump("wk.bias", m.wk.bias);
         dump("wv.weight", m.wv.weight), dump("wv.bias", m.wv.bias);
-        dump("w_o.weight", m.w_o.weight), dump("w_o.bias", m.w_o.bias);
+        dump("fc_out.weight", m.w_o.weight), dump("fc_out.bias", m.w_o.bias);
     }
     /// Gives a size symbol for step()'s dims, e.g. let("H_kv", 2).
     void let(const std::string& symbol, std::size_t value);

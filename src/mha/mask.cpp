@@ -76,10 +76,9 @@ void check_broadcast(const std::array<std::size_t, 4>& shape, const char* what,
     for (std::size_t d = 0; d < 3; ++d)
         ok = ok && (shape[d] == want[d] || shape[d] == 1);
     if (!ok) {
+        // [B or 1, H or 1, Tq or 1, Tk]: the shapes say which axis is off
         fail(std::string(what) + " " + shape_str(shape) + " does not fit scores " +
-             shape_str(std::vector<std::size_t>{b, h, tq, tk}) +
-             "; give it as [B or 1, H or 1, Tq or 1, Tk] with Tk = " +
-             std::to_string(tk));
+             shape_str(std::vector<std::size_t>{b, h, tq, tk}));
     }
 }
 

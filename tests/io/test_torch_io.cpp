@@ -87,7 +87,7 @@ TEST_CASE("save_torch_mha and load_torch_mha round-trip exactly") {
                          std::invalid_argument);
     mha::save_npy((dir / "out_proj.bias.npy").string(), mha::zeros(1, 7));
     CHECK_THROWS_WITH_AS(mha::load_torch_mha(dir.string(), 3),
-                         doctest::Contains("must have rank 1"), std::invalid_argument);
+                         doctest::Contains("not rank 1"), std::invalid_argument);
     mha::save_npy((dir / "in_proj_weight.npy").string(), mha::zeros(12, 12));
     CHECK_THROWS_WITH_AS(mha::load_torch_mha(dir.string(), 3),
                          doctest::Contains("[3E, E]"), std::invalid_argument);
@@ -109,7 +109,7 @@ TEST_CASE("masks with PyTorch's polarity, and wrong shapes refused") {
     CHECK(*m.keep == want);
     CHECK_FALSE(m.bias.has_value());
     CHECK_THROWS_WITH_AS(mha::load_torch_masks((dir / "am.npy").string(), "", 1, 2, 3, 3),
-                         doctest::Contains("it must be [Tq, Tk] = [3, 3]"),
+                         doctest::Contains("not [Tq, Tk] = [3, 3]"),
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(mha::load_torch_masks("", (dir / "kpm.npy").string(), 2, 2, 2, 3),
                          doctest::Contains("[B, Tk] = [2, 3]"), std::invalid_argument);
@@ -117,6 +117,77 @@ TEST_CASE("masks with PyTorch's polarity, and wrong shapes refused") {
     xt::dump_npy((dir / "int.npy").string(), ints);
     CHECK_THROWS_WITH_AS(mha::load_torch_masks("", (dir / "int.npy").string(), 1, 1, 1, 2),
                          doctest::Contains("must be bool"), std::invalid_argument);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("load_state_dict: nn.MultiheadAttention's and both articles' layouts") {
+    const fs::path dir = fs::temp_directory_path() / "mha_test_layouts";
+    fs::remove_all(dir);
+    mha::Rng rng(8);
+    const mha::MultiHeadAttention m(12, 3, mha::Init::xavier(8));
+    const mha::Tensor3 x = mha::randn(2, 5, 12, rng);
+    const auto want = m.forward(x, x, x).output;
+    auto save = [&](const fs::path& d, const char* q, const char* k, const char* v,
+                    const char* o) {
+        fs::create_directories(d);
+        const std::pair<const char*, const mha::Linear*> layers[] = {
+            {q, &m.wq}, {k, &m.wk}, {v, &m.wv}, {o, &m.w_o}};
+        for (const auto& [name, l] : layers) {
+            mha::save_npy((d / (std::string(name) + ".weight.npy")).string(), l->weight);
+            mha::save_npy((d / (std::string(name) + ".bias.npy")).string(), l->bias);
+        }
+    };
+    save(dir / "four", "wq", "wk", "wv", "fc_out");
+    save(dir / "hand", "w_q", "w_k", "w_v", "w_combine");
+    fs::create_directories(dir / "torch");
+    mha::save_torch_mha(m, (dir / "torch").string());
+    for (const char* layout : {"four", "hand", "torch"}) {
+        CAPTURE(layout);
+        const mha::MultiHeadAttention back = mha::load_state_dict((dir / layout).string(), 3);
+        CHECK(mha::max_abs_diff(back.forward(x, x, x).output, want) == 0.0);
+    }
+    // fc_out is w_o: a swap of two layers must show
+    save(dir / "swapped", "wq", "wk", "wv", "fc_out");
+    fs::copy_file(dir / "four" / "wq.weight.npy", dir / "swapped" / "fc_out.weight.npy",
+                  fs::copy_options::overwrite_existing);
+    const auto swapped = mha::load_state_dict((dir / "swapped").string(), 3);
+    CHECK(mha::max_abs_diff(swapped.forward(x, x, x).output, want) > 1e-3);
+    save(dir / "hand_too", "wq", "wk", "wv", "fc_out");
+    save(dir / "hand_too", "w_q", "w_k", "w_v", "w_combine");
+    CHECK_THROWS_WITH_AS(mha::load_state_dict((dir / "hand_too").string(), 3),
+                         doctest::Contains("two state_dicts, wq.weight.npy and w_q.weight.npy"),
+                         std::invalid_argument);
+    fs::create_directories(dir / "empty");
+    CHECK_THROWS_WITH_AS(mha::load_state_dict((dir / "empty").string(), 3),
+                         doctest::Contains("no state_dict: no in_proj_weight.npy"),
+                         std::invalid_argument);
+    fs::remove(dir / "four" / "wv.bias.npy");
+    CHECK_THROWS_WITH_AS(mha::load_state_dict((dir / "four").string(), 3),
+                         doctest::Contains("wv.bias.npy: cannot open"), std::invalid_argument);
+    mha::save_npy((dir / "four" / "wv.bias.npy").string(), mha::Tensor1::from_shape({11}));
+    CHECK_THROWS_WITH_AS(mha::load_state_dict((dir / "four").string(), 3),
+                         doctest::Contains("wv.bias.npy: [11], not [E] = [12]"),
+                         std::invalid_argument);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("load_keep_mask: the articles' polarity, bool or float, every rank") {
+    const fs::path dir = fs::temp_directory_path() / "mha_test_keep";
+    fs::create_directories(dir);
+    const xt::xtensor<float, 2> tril = {{1, 0, 0}, {1, 1, 0}};  // torch.tril(torch.ones)
+    mha::save_npy((dir / "tril.npy").string(), tril);
+    const mha::Mask keep = mha::load_keep_mask((dir / "tril.npy").string(), 2, 4, 2, 3);
+    const mha::Mask want = {{{{1, 0, 0}, {1, 1, 0}}}};  // 1 = may attend, kept as is
+    CHECK(keep == want);
+    const xt::xtensor<bool, 3> per_batch = {{{true, true, false}}, {{true, false, false}}};
+    mha::save_npy((dir / "b.npy").string(), per_batch);
+    const mha::Mask kb = mha::load_keep_mask((dir / "b.npy").string(), 2, 4, 1, 3);
+    CHECK(mha::shape_of(kb) == "[2, 1, 1, 3]");
+    CHECK(kb(1, 0, 0, 0));
+    CHECK_FALSE(kb(1, 0, 0, 1));
+    CHECK_THROWS_WITH_AS(mha::load_keep_mask((dir / "tril.npy").string(), 2, 4, 3, 3),
+                         doctest::Contains("does not fit scores [2, 4, 3, 3]"),
+                         std::invalid_argument);
     fs::remove_all(dir);
 }
 

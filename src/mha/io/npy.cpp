@@ -34,8 +34,8 @@ std::string dtype_name(const std::string& d) {
 void check_rank(const NpyInfo& info, const std::string& path,
                 const std::string& what, std::size_t rank) {
     if (info.shape.size() != rank) {
-        fail(path + ": " + what + " must have rank " + std::to_string(rank) +
-             ", but the file holds shape " + shape_str(info.shape));
+        fail(path + ": " + what + " has shape " + shape_str(info.shape) + ", not rank " +
+             std::to_string(rank));
     }
 }
 
@@ -131,10 +131,9 @@ NpyInfo npy_info(const std::string& path) {
     }
     const std::size_t held = static_cast<std::size_t>(file_size) - data_start;
     if (held != bytes) {
-        fail(path + ": " + (held < bytes ? "truncated" : "has extra bytes") +
-             ": shape " + shape_str(info.shape) + " of " + dtype_name(info.dtype) +
-             " needs " + std::to_string(bytes) + " bytes of data, the file holds " +
-             std::to_string(held));
+        fail(path + ": " + (held < bytes ? "truncated" : "has extra bytes") + ": " +
+             shape_str(info.shape) + " " + dtype_name(info.dtype) + " needs " +
+             std::to_string(bytes) + " bytes, it has " + std::to_string(held));
     }
     return info;
 }
@@ -143,8 +142,8 @@ xt::xarray<float> load_npy_float(const std::string& path, const std::string& wha
                                  std::size_t rank) {
     const NpyInfo info = npy_info(path);
     if (info.dtype != "<f4" && info.dtype != "<f8") {
-        fail(path + ": " + what + " must be float32 (or float64), but the file holds " +
-             dtype_name(info.dtype) + "; save it with x.astype(np.float32)");
+        fail(path + ": " + what + " must be float32 or float64, not " +
+             dtype_name(info.dtype));
     }
     check_rank(info, path, what, rank);
     if (info.dtype == "<f4") return xt::load_npy<float>(path);
@@ -163,8 +162,7 @@ xt::xarray<bool> load_npy_bool(const std::string& path, const std::string& what,
                                std::size_t rank) {
     const NpyInfo info = npy_info(path);
     if (info.dtype != "|b1") {
-        fail(path + ": " + what + " must be bool, but the file holds " +
-             dtype_name(info.dtype));
+        fail(path + ": " + what + " must be bool, not " + dtype_name(info.dtype));
     }
     check_rank(info, path, what, rank);
     return xt::load_npy<bool>(path);

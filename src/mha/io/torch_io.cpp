@@ -2,6 +2,8 @@
 #include "mha/io/torch_io.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <vector>
 
 #include <xtensor/xview.hpp>
 
@@ -22,8 +24,7 @@ MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads)
     const xt::xarray<float> in_w = load_npy_float(w_path, "in_proj_weight [3E, E]", 2);
     const std::size_t E = in_w.shape(1);
     if (E == 0 || in_w.shape(0) != 3 * E) {
-        fail(w_path + ": in_proj_weight has shape " + shape_of(in_w) +
-             "; nn.MultiheadAttention(E, H) saves it as [3E, E]");
+        fail(w_path + ": in_proj_weight is " + shape_of(in_w) + ", not [3E, E]");
     }
     const xt::xarray<float> in_b =
         load_npy_float(dir + "/in_proj_bias.npy", "in_proj_bias [3E]", 1);
@@ -32,16 +33,15 @@ MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads)
     const xt::xarray<float> out_b =
         load_npy_float(dir + "/out_proj.bias.npy", "out_proj.bias [E]", 1);
     if (in_b.shape(0) != 3 * E) {
-        fail(dir + "/in_proj_bias.npy: shape " + shape_of(in_b) + " does not fit E = " +
-             std::to_string(E) + " from in_proj_weight; it must be [" +
+        fail(dir + "/in_proj_bias.npy: " + shape_of(in_b) + ", not [3E] = [" +
              std::to_string(3 * E) + "]");
     }
     if (out_w.shape(0) != E || out_w.shape(1) != E) {
-        fail(dir + "/out_proj.weight.npy: shape " + shape_of(out_w) + " must be " +
-             sizes(E, E) + " for E = " + std::to_string(E));
+        fail(dir + "/out_proj.weight.npy: " + shape_of(out_w) + ", not [E, E] = " +
+             sizes(E, E));
     }
     if (out_b.shape(0) != E) {
-        fail(dir + "/out_proj.bias.npy: shape " + shape_of(out_b) + " must be [" +
+        fail(dir + "/out_proj.bias.npy: " + shape_of(out_b) + ", not [E] = [" +
              std::to_string(E) + "]");
     }
     MultiHeadAttention m(E, num_heads, Init::zero());
@@ -53,6 +53,65 @@ MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads)
     m.w_o.weight = out_w;
     m.w_o.bias = out_b;
     return m;
+}
+
+namespace {
+
+// The four layers' file names in a state_dict of four nn.Linear.
+struct LinearLayout {
+    const char* who;
+    const char* names[4];  // wq, wk, wv, w_o
+};
+constexpr LinearLayout kLinearLayouts[] = {
+    {"the four-linear-layers article", {"wq", "wk", "wv", "fc_out"}},
+    {"the handwritten-course article", {"w_q", "w_k", "w_v", "w_combine"}},
+};
+
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+MultiHeadAttention load_linears(const std::string& dir, const LinearLayout& layout,
+                                std::size_t num_heads) {
+    Linear layers[4];
+    std::size_t E = 0;
+    for (int l = 0; l < 4; ++l) {
+        const std::string stem = dir + "/" + layout.names[l];
+        const xt::xarray<float> w = load_npy_float(stem + ".weight.npy", "weight [E, E]", 2);
+        if (l == 0) E = w.shape(0);
+        if (w.shape(0) != E || w.shape(1) != E) {
+            fail(stem + ".weight.npy: " + shape_of(w) + ", not [E, E] = " + sizes(E, E));
+        }
+        const xt::xarray<float> b = load_npy_float(stem + ".bias.npy", "bias [E]", 1);
+        if (b.shape(0) != E) {
+            fail(stem + ".bias.npy: " + shape_of(b) + ", not [E] = [" + std::to_string(E) + "]");
+        }
+        layers[l].weight = w;
+        layers[l].bias = b;
+    }
+    MultiHeadAttention m(E, num_heads, Init::zero());
+    m.wq = layers[0], m.wk = layers[1], m.wv = layers[2], m.w_o = layers[3];
+    return m;
+}
+
+}  // namespace
+
+MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads) {
+    std::vector<std::string> found;  // the first file of each layout present
+    const bool mha = exists(dir + "/in_proj_weight.npy");
+    if (mha) found.push_back("in_proj_weight.npy");
+    const LinearLayout* linears = nullptr;
+    for (const LinearLayout& l : kLinearLayouts) {
+        if (exists(dir + "/" + l.names[0] + ".weight.npy")) {
+            linears = &l;
+            found.push_back(std::string(l.names[0]) + ".weight.npy");
+        }
+    }
+    if (found.empty()) {
+        fail(dir + ": no state_dict: no in_proj_weight.npy, wq.weight.npy or w_q.weight.npy");
+    }
+    if (found.size() > 1) {
+        fail(dir + ": two state_dicts, " + found[0] + " and " + found[1] + ": keep one");
+    }
+    return mha ? load_torch_mha(dir, num_heads) : load_linears(dir, *linears, num_heads);
 }
 
 void save_torch_mha(const MultiHeadAttention& m, const std::string& dir) {
@@ -71,6 +130,32 @@ void save_torch_mha(const MultiHeadAttention& m, const std::string& dir) {
     save_npy(dir + "/out_proj.bias.npy", m.w_o.bias);
 }
 
+Mask load_keep_mask(const std::string& path, std::size_t b, std::size_t h, std::size_t tq,
+                    std::size_t tk) {
+    const NpyInfo info = npy_info(path);
+    const std::size_t rank = info.shape.size();
+    if (rank < 2 || rank > 4) {
+        fail(path + ": a keep-mask has rank 2, 3 or 4, not " + shape_str(info.shape));
+    }
+    std::array<std::size_t, 4> shape{1, 1, 1, 1};
+    for (std::size_t d = 0; d < rank; ++d) shape[4 - rank + d] = info.shape[d];
+    if (rank == 3) shape = {info.shape[0], 1, info.shape[1], info.shape[2]};  // [B, Tq, Tk]
+    Mask keep = Mask::from_shape(shape);
+    if (info.dtype == "|b1") {
+        const xt::xarray<bool> m = load_npy_bool(path, "keep-mask", rank);
+        std::copy(m.begin(), m.end(), keep.begin());
+    } else {
+        const xt::xarray<float> m = load_npy_float(path, "keep-mask", rank);
+        std::transform(m.begin(), m.end(), keep.begin(), [](float x) { return x != 0.0f; });
+    }
+    try {
+        check_mask(keep, b, h, tq, tk);
+    } catch (const std::invalid_argument& e) {
+        fail(path + ": " + e.what());
+    }
+    return keep;
+}
+
 TorchMasks load_torch_masks(const std::string& attn_mask_path,
                             const std::string& key_padding_mask_path,
                             std::size_t b, std::size_t h, std::size_t tq,
@@ -83,10 +168,8 @@ TorchMasks load_torch_masks(const std::string& attn_mask_path,
         const bool fits3 = rank == 3 && info.shape[0] == b * h && info.shape[1] == tq &&
                            info.shape[2] == tk;
         if (!fits2 && !fits3) {
-            fail(attn_mask_path + ": attn_mask has shape " + shape_str(info.shape) +
-                 "; it must be [Tq, Tk] = " + sizes(tq, tk) + " or [B*H, Tq, Tk] = [" +
-                 std::to_string(b * h) + ", " + std::to_string(tq) + ", " +
-                 std::to_string(tk) + "]");
+            fail(attn_mask_path + ": attn_mask is " + shape_str(info.shape) +
+                 ", not [Tq, Tk] = " + sizes(tq, tk) + " or [B*H, Tq, Tk]");
         }
         // [Tq, Tk] broadcasts over batch and heads; [B*H, ...] is b-major.
         const std::array<std::size_t, 4> shape =
@@ -108,8 +191,8 @@ TorchMasks load_torch_masks(const std::string& attn_mask_path,
     if (!key_padding_mask_path.empty()) {
         const NpyInfo info = npy_info(key_padding_mask_path);
         if (info.shape.size() != 2 || info.shape[0] != b || info.shape[1] != tk) {
-            fail(key_padding_mask_path + ": key_padding_mask has shape " +
-                 shape_str(info.shape) + "; it must be [B, Tk] = " + sizes(b, tk));
+            fail(key_padding_mask_path + ": key_padding_mask is " + shape_str(info.shape) +
+                 ", not [B, Tk] = " + sizes(b, tk));
         }
         const xt::xarray<bool> p =
             load_npy_bool(key_padding_mask_path, "key_padding_mask [B, Tk]", 2);

@@ -22,6 +22,21 @@ namespace mha {
 /// @throws std::invalid_argument naming the file and shapes on any mismatch.
 MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads);
 
+/// Loads the state_dict of any module mha_forward reads, told apart by the
+/// files in @p dir, each saved as `np.save(f"{dir}/{k}.npy", v.numpy())`:
+/// - `nn.MultiheadAttention`: in_proj_weight, in_proj_bias, out_proj.*
+///   (load_torch_mha());
+/// - the four-linear-layers article's class: wq, wk, wv, fc_out, each
+///   `.weight` `[E, E]` and `.bias` `[E]`;
+/// - the handwritten-course article's class: w_q, w_k, w_v, w_combine, the
+///   same.
+/// @param dir       the folder
+/// @param num_heads H; it must divide E
+/// @return the module with those weights
+/// @throws std::invalid_argument when the folder holds none of the layouts
+///         or more than one (naming what it looked for), or a file is bad.
+MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads);
+
 /// Writes @p m as the four state_dict files load_torch_mha() reads.
 /// @param m   the module
 /// @param dir an existing, writable folder
@@ -50,6 +65,16 @@ TorchMasks load_torch_masks(const std::string& attn_mask_path,
                             const std::string& key_padding_mask_path,
                             std::size_t b, std::size_t h, std::size_t tq,
                             std::size_t tk);
+
+/// The articles' mask, 1 = may attend, from a `.npy` file (bool, or float
+/// where any non-zero value may attend, as `torch.tril(torch.ones(T, T))`).
+/// @param path       the file
+/// @param b, h, tq, tk the sizes the mask must fit
+/// @return `[1, 1, Tq, Tk]` from `[Tq, Tk]`, `[B, 1, Tq, Tk]` from
+///         `[B, Tq, Tk]`, or a rank-4 mask as it is, broadcast like PyTorch
+/// @throws std::invalid_argument naming the file and shapes on a mismatch.
+Mask load_keep_mask(const std::string& path, std::size_t b, std::size_t h, std::size_t tq,
+                    std::size_t tk);
 
 /// @}
 
