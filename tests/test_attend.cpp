@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include <xtensor/xview.hpp>
+
 #include "mha/init.hpp"
 #include "mha/attend.hpp"
 
@@ -28,6 +30,16 @@ TEST_CASE("attend: batches and heads do not mix") {
     for (std::size_t i = 0; i < v.size(); ++i) v.data()[i] = float(i);
     const mha::Tensor4 o = mha::attend(w, v);
     CHECK(mha::max_abs_diff(o, v) == 0.0);  // weight 1 on the only key
+}
+
+TEST_CASE("attend: grouped heads read their value head, as repeat_interleave") {
+    mha::Rng rng(15);
+    mha::Tensor4 w({1, 4, 3, 5}), v({1, 1, 5, 2});  // multi-query: H_kv = 1
+    for (float& x : w) x = rng.uniform(0, 1);
+    for (float& x : v) x = rng.normal();
+    mha::Tensor4 v_rep({1, 4, 5, 2});
+    for (std::size_t h = 0; h < 4; ++h) xt::view(v_rep, 0, h) = xt::view(v, 0, 0);
+    CHECK(mha::max_abs_diff(mha::attend(w, v), mha::attend(w, v_rep)) == 0.0);
 }
 
 TEST_CASE("attend: mismatched B, H or Tk are refused") {

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <xtensor/xview.hpp>
+
 #include "mha/reference.hpp"
 
 namespace {
@@ -170,5 +172,88 @@ TEST_CASE("MultiHeadAttention: every bad input names the shapes") {
     mha::MultiHeadAttention broken(8, 2);
     broken.w_o.weight = mha::zeros(8, 4);
     CHECK_THROWS_WITH_AS(broken.forward(x, x, x), doctest::Contains("[8, 4]"),
+                         std::invalid_argument);
+}
+
+TEST_CASE("grouped-query attention: both forwards equal the oracle, H_kv = H, H/2, 1" *
+          doctest::test_suite("oracle")) {
+    // Self- and cross-attention, causal and padding masks, shapes across the
+    // engine's chunks and query blocks; the oracle computes in double.
+    struct Shape {
+        std::size_t B, Tq, Tk, E, H;
+    };
+    std::uint64_t seed = 900;
+    for (const Shape& c : {Shape{2, 5, 5, 16, 4}, Shape{3, 7, 9, 24, 6}, Shape{40, 17, 17, 16, 8},
+                           Shape{1, 70, 70, 32, 8}}) {
+        for (std::size_t H_kv : {c.H, c.H / 2, std::size_t{1}}) {
+            for (int masked = 0; masked < 2; ++masked) {
+                CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(H_kv); CAPTURE(masked);
+                mha::Rng rng(++seed);
+                const mha::MultiHeadAttention m(c.E, c.H, H_kv, mha::Init::xavier(seed));
+                CHECK(m.kv_dim() == H_kv * m.head_dim());
+                CHECK(mha::shape_of(m.wk.weight) ==
+                      mha::shape_str(std::vector<std::size_t>{m.kv_dim(), c.E}));
+                const mha::Tensor3 q = mha::randn(c.B, c.Tq, c.E, rng);
+                const mha::Tensor3 kv = c.Tq == c.Tk ? q : mha::randn(c.B, c.Tk, c.E, rng);
+                std::vector<std::size_t> lengths(c.B, c.Tk);
+                lengths[0] = c.Tk / 2;
+                const mha::Mask mask = c.Tq == c.Tk ? mha::causal_mask(c.Tq, c.Tk)
+                                                    : mha::padding_mask(lengths, c.Tk);
+                const mha::Mask* mp = masked ? &mask : nullptr;
+                const auto ref = mha::reference_forward(m, q, kv, kv, mp);
+                const auto fast = m.forward(q, kv, kv, mp);
+                CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
+                CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
+                if (c.B * c.Tq <= 200) {
+                    const mha::Stages s = m.forward_stages(q, kv, kv, mp);
+                    CHECK(mha::shape_of(s.k) ==
+                          mha::shape_str(std::vector<std::size_t>{c.B, H_kv, c.Tk, c.E / c.H}));
+                    CHECK(mha::max_abs_diff(s.output, ref.output) < kTol);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("grouped-query attention: K and V weights copied across a group give MHA exactly") {
+    // The lesson 17 claim: H_kv heads whose wk, wv rows are those of MHA's
+    // first head of each group equal MHA whose heads of a group share them.
+    mha::Rng rng(33);
+    const std::size_t E = 24, H = 6, D = 4;
+    for (std::size_t H_kv : {std::size_t{3}, std::size_t{1}}) {
+        CAPTURE(H_kv);
+        const std::size_t group = H / H_kv;
+        const mha::MultiHeadAttention gqa(E, H, H_kv, mha::Init::xavier(33));
+        mha::MultiHeadAttention mha_(E, H, mha::Init::xavier(33));
+        mha_.wq = gqa.wq;
+        mha_.w_o = gqa.w_o;
+        for (std::size_t h = 0; h < H; ++h)  // head h's rows: its kv head's
+            for (std::size_t r = 0; r < D; ++r) {
+                const std::size_t from = (h / group) * D + r, to = h * D + r;
+                xt::view(mha_.wk.weight, to) = xt::view(gqa.wk.weight, from);
+                xt::view(mha_.wv.weight, to) = xt::view(gqa.wv.weight, from);
+                mha_.wk.bias(to) = gqa.wk.bias(from);
+                mha_.wv.bias(to) = gqa.wv.bias(from);
+            }
+        const mha::Tensor3 x = mha::randn(2, 7, E, rng);
+        const mha::Mask causal = mha::causal_mask(7, 7);
+        CHECK(mha::max_abs_diff(gqa.forward(x, x, x, &causal).output,
+                                mha_.forward(x, x, x, &causal).output) < 1e-6);
+        CHECK(mha::max_abs_diff(gqa.forward_stages(x, x, x, &causal).output,
+                                mha_.forward_stages(x, x, x, &causal).output) == 0.0);
+    }
+}
+
+TEST_CASE("grouped-query attention: an H_kv that does not divide H is one line naming those that do") {
+    CHECK_THROWS_WITH_AS(mha::MultiHeadAttention(512, 8, 3),
+                         "num_kv_heads 3 does not divide num_heads 8; it must be one of 1, 2, 4, 8",
+                         std::invalid_argument);
+    CHECK_THROWS_AS(mha::MultiHeadAttention(512, 8, 0), std::invalid_argument);
+    CHECK_THROWS_AS(mha::MultiHeadAttention(512, 8, 16), std::invalid_argument);
+    mha::MultiHeadAttention m(16, 4, 2);
+    m.wk.weight = mha::zeros(16, 16);  // an MHA-shaped wk in a GQA module
+    mha::Rng rng(0);
+    const mha::Tensor3 x = mha::randn(1, 3, 16, rng);
+    CHECK_THROWS_WITH_AS(m.forward(x, x, x), doctest::Contains("it must be [8, 16]"),
                          std::invalid_argument);
 }

@@ -144,6 +144,18 @@ TEST_CASE("backward: finite differences, padding with a fully masked row") {
     }
 }
 
+TEST_CASE("backward: finite differences, grouped-query attention (H_kv = 1 and H / 2)") {
+    // The heads of a group share wk, wv and their keys: their gradients add.
+    for (std::size_t H_kv : {std::size_t{1}, std::size_t{2}}) {
+        CAPTURE(H_kv);
+        mha::Rng rng(9);
+        Problem p{mha::MultiHeadAttention(8, 4, H_kv, mha::Init::xavier(9)),
+                  mha::randn(2, 3, 8, rng), mha::randn(2, 4, 8, rng), mha::randn(2, 4, 8, rng),
+                  mha::randn(2, 3, 8, rng), mha::causal_mask(3, 4), true};
+        check_all_gradients(p);
+    }
+}
+
 TEST_CASE("backward: finite differences, fill -1e10 on a fully masked row") {
     // The row's weights are uniform, yet its scores are constants: no
     // gradient may flow back into q or k through them.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <xtensor/xview.hpp>
+
 #include "mha/init.hpp"
 #include "mha/scores.hpp"
 
@@ -44,14 +46,28 @@ TEST_CASE("scaled_scores: each (batch, head) block is its own product") {
                 }
 }
 
-TEST_CASE("scaled_scores: mismatched B, H or D are refused") {
+TEST_CASE("scaled_scores: grouped heads read their kv head, as repeat_interleave") {
+    /*py
+    k_rep = k.repeat_interleave(H // H_kv, dim=1)  # [B, H, Tk, D]: head h reads h // group
+    */
+    mha::Rng rng(14);
+    mha::Tensor4 q({2, 6, 3, 4}), k({2, 2, 5, 4});  // H = 6 query heads, H_kv = 2
+    for (float& x : q) x = rng.normal();
+    for (float& x : k) x = rng.normal();
+    mha::Tensor4 k_rep({2, 6, 5, 4});
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t h = 0; h < 6; ++h) xt::view(k_rep, b, h) = xt::view(k, b, h / 3);
+    CHECK(mha::max_abs_diff(mha::scaled_scores(q, k), mha::scaled_scores(q, k_rep)) == 0.0);
+}
+
+TEST_CASE("scaled_scores: mismatched B or D, and key heads that do not divide, are refused") {
     const auto q = mha::Tensor4::from_shape({1, 2, 3, 4});
     CHECK_THROWS_WITH_AS(mha::scaled_scores(q, mha::Tensor4::from_shape({1, 2, 3, 5})),
                          doctest::Contains("[1, 2, 3, 5]"), std::invalid_argument);
     CHECK_THROWS_AS(mha::scaled_scores(q, mha::Tensor4::from_shape({2, 2, 3, 4})),
                     std::invalid_argument);
-    CHECK_THROWS_AS(mha::scaled_scores(q, mha::Tensor4::from_shape({1, 1, 3, 4})),
-                    std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::scaled_scores(q, mha::Tensor4::from_shape({1, 3, 3, 4})),
+                         doctest::Contains("k's heads divide q's"), std::invalid_argument);
     CHECK_THROWS_AS(mha::scaled_scores(q, mha::Tensor4::from_shape({1, 2, 0, 4})),
                     std::invalid_argument);
 }

@@ -5,6 +5,9 @@
 #include "mha/attention.hpp"
 
 #include <cmath>
+#include <utility>
+
+#include <xtensor/xbuilder.hpp>
 
 #include <xtensor/xview.hpp>
 
@@ -16,34 +19,44 @@
 
 namespace mha {
 
-MultiHeadAttention::MultiHeadAttention(std::size_t embed_dim,
-                                       std::size_t num_heads, const Init& init)
+MultiHeadAttention::MultiHeadAttention(std::size_t embed_dim, std::size_t num_heads,
+                                       const Init& init)
+    : MultiHeadAttention(embed_dim, num_heads, num_heads, init) {}
+
+MultiHeadAttention::MultiHeadAttention(std::size_t embed_dim, std::size_t num_heads,
+                                       std::size_t num_kv_heads, const Init& init)
     : embed_dim_(embed_dim),
       num_heads_(num_heads),
-      head_dim_(head_dim_for(embed_dim, num_heads)) {
+      head_dim_(head_dim_for(embed_dim, num_heads)),
+      num_kv_heads_(num_kv_heads) {
+    if (num_kv_heads == 0 || num_heads % num_kv_heads != 0) {
+        std::string fits;
+        for (std::size_t d : divisors(num_heads)) fits += (fits.empty() ? "" : ", ") + std::to_string(d);
+        fail("num_kv_heads " + std::to_string(num_kv_heads) + " does not divide num_heads " +
+             std::to_string(num_heads) + "; it must be one of " + fits);
+    }
+    const std::size_t kv = num_kv_heads * head_dim_;  // H_kv * D
     Rng rng(init.seed);
     if (init.kind == Init::Kind::torch_mha) {
         // One Xavier draw over the packed [3E, E] in_proj weight: rows
-        // 0..E-1 are wq, E..2E-1 wk, 2E..3E-1 wv.
-        const Tensor2 packed = xavier_uniform(3 * embed_dim, embed_dim, rng);
-        Linear* parts[3] = {&wq, &wk, &wv};
-        for (std::size_t p = 0; p < 3; ++p) {
-            parts[p]->weight = xt::view(packed, xt::range(p * embed_dim,
-                                                          (p + 1) * embed_dim));
-        }
+        // 0..E-1 are wq, E..2E-1 wk, 2E..3E-1 wv (grouped: E + 2 kv rows).
+        const Tensor2 packed = xavier_uniform(embed_dim + 2 * kv, embed_dim, rng);
+        wq.weight = xt::view(packed, xt::range(0, embed_dim));
+        wk.weight = xt::view(packed, xt::range(embed_dim, embed_dim + kv));
+        wv.weight = xt::view(packed, xt::range(embed_dim + kv, embed_dim + 2 * kv));
         // out_proj: nn.Linear's kaiming_uniform(a=sqrt(5)) = U(-1/sqrt(E), ..)
         const float a = 1.0f / std::sqrt(static_cast<float>(embed_dim));
         w_o.weight = Tensor2::from_shape({embed_dim, embed_dim});
         for (float& x : w_o.weight) x = rng.uniform(-a, a);
-        for (Linear* l : {&wq, &wk, &wv, &w_o}) {
-            l->bias = Tensor1::from_shape({embed_dim});
-            l->bias.fill(0.0f);
-        }
+        wq.bias = xt::zeros<float>({embed_dim});
+        wk.bias = xt::zeros<float>({kv});
+        wv.bias = xt::zeros<float>({kv});
+        w_o.bias = xt::zeros<float>({embed_dim});
         return;
     }
     wq = make_linear(embed_dim, embed_dim, init, rng);
-    wk = make_linear(embed_dim, embed_dim, init, rng);
-    wv = make_linear(embed_dim, embed_dim, init, rng);
+    wk = make_linear(embed_dim, kv, init, rng);
+    wv = make_linear(embed_dim, kv, init, rng);
     w_o = make_linear(embed_dim, embed_dim, init, rng);
 }
 
@@ -68,13 +81,14 @@ void MultiHeadAttention::check_inputs(const Tensor3& query, const Tensor3& key,
         fail("MultiHeadAttention: " + shapes +
              " : key and value must have the same length Tk");
     }
-    for (const Linear* l : {&wq, &wk, &wv, &w_o}) {
-        if (l->weight.shape(0) != E || l->weight.shape(1) != E ||
-            l->bias.shape(0) != E) {
-            fail("MultiHeadAttention: a layer has weight " +
-                 shape_of(l->weight) + " and bias " + shape_of(l->bias) +
-                 "; every layer must be [" + std::to_string(E) + ", " +
-                 std::to_string(E) + "] with bias [" + std::to_string(E) + "]");
+    const std::size_t kv = kv_dim();
+    const std::pair<const Linear*, std::size_t> layers[] = {
+        {&wq, E}, {&wk, kv}, {&wv, kv}, {&w_o, E}};  // and the out size each must have
+    for (const auto& [l, out] : layers) {
+        if (l->weight.shape(0) != out || l->weight.shape(1) != E || l->bias.shape(0) != out) {
+            fail("MultiHeadAttention: a layer has weight " + shape_of(l->weight) +
+                 " and bias " + shape_of(l->bias) + "; it must be [" + std::to_string(out) +
+                 ", " + std::to_string(E) + "] with bias [" + std::to_string(out) + "]");
         }
     }
 }
@@ -83,18 +97,18 @@ Stages MultiHeadAttention::forward_stages(const Tensor3& query, const Tensor3& k
                                           const Tensor3& value, const Mask* mask,
                                           float fill, const Tensor4* score_bias) const {
     check_inputs(query, key, value);
-    const std::size_t H = num_heads_;
+    const std::size_t H = num_heads_, H_kv = num_kv_heads_;
     Stages s;
-    s.q = split_heads(linear(query, wq), H);  // [B, H, Tq, D]   stages 1, 2
-    s.k = split_heads(linear(key, wk), H);    // [B, H, Tk, D]
-    s.v = split_heads(linear(value, wv), H);  // [B, H, Tk, D]
-    s.scores = scaled_scores(s.q, s.k);       // [B, H, Tq, Tk]  stage 3
-    if (score_bias != nullptr)                //                 stage 4
+    s.q = split_heads(linear(query, wq), H);            // [B, H, Tq, D]    stages 1, 2
+    s.k = split_heads(linear(key, wk), H_kv);           // [B, H_kv, Tk, D]
+    s.v = split_heads(linear(value, wv), H_kv);         // [B, H_kv, Tk, D]
+    s.scores = scaled_scores(s.q, s.k);                 // [B, H, Tq, Tk]   stage 3
+    if (score_bias != nullptr)                          //                  stage 4
         s.scores = add_score_bias(s.scores, *score_bias);
     if (mask != nullptr) s.scores = apply_mask(s.scores, *mask, fill);
-    s.weights = softmax(s.scores);                     // [B, H, Tq, Tk]  stage 5
-    s.context = merge_heads(attend(s.weights, s.v));   // [B, Tq, E]      stage 6
-    s.output = linear(s.context, w_o);                 // [B, Tq, E]      stage 7
+    s.weights = softmax(s.scores);                      // [B, H, Tq, Tk]   stage 5
+    s.context = merge_heads(attend(s.weights, s.v));    // [B, Tq, E]       stage 6
+    s.output = linear(s.context, w_o);                  // [B, Tq, E]       stage 7
     return s;
 }
 

@@ -1,7 +1,8 @@
 /// @file attention.hpp
 /// @brief Stage 7: the whole MultiHeadAttention module.
 ///
-/// B batch, Tq queries, Tk keys, E embed_dim, H heads, D = E / H.
+/// B batch, Tq queries, Tk keys, E embed_dim, H heads, D = E / H;
+/// H_kv key/value heads (grouped-query attention), H_kv dividing H.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,8 @@ struct AttentionOutput {
 /// MultiHeadAttention::forward_stages() returns.
 struct Stages {
     Tensor4 q;        ///< `[B, H, Tq, D]`, wq(query) split into heads
-    Tensor4 k;        ///< `[B, H, Tk, D]`
-    Tensor4 v;        ///< `[B, H, Tk, D]`
+    Tensor4 k;        ///< `[B, H_kv, Tk, D]` (H_kv = H without grouping)
+    Tensor4 v;        ///< `[B, H_kv, Tk, D]`
     Tensor4 scores;   ///< `[B, H, Tq, Tk]`, scaled, biased and masked
     Tensor4 weights;  ///< `[B, H, Tq, Tk]`, the softmax of the scores
     Tensor3 context;  ///< `[B, Tq, E]`, weights x V with the heads merged
@@ -39,8 +40,8 @@ struct Stages {
 /// side in `[B, T, E]` as the engine computes them.
 struct ForwardTrace {
     Tensor3 q;        ///< query projection `[B, Tq, E]` (heads side by side)
-    Tensor3 k;        ///< key projection `[B, Tk, E]`
-    Tensor3 v;        ///< value projection `[B, Tk, E]`
+    Tensor3 k;        ///< key projection `[B, Tk, H_kv * D]`
+    Tensor3 v;        ///< value projection `[B, Tk, H_kv * D]`
     Tensor4 weights;  ///< softmax weights `[B, H, Tq, Tk]`
     Tensor3 context;  ///< weights x V, heads merged, before w_o `[B, Tq, E]`
     Tensor3 output;   ///< `[B, Tq, E]`
@@ -56,9 +57,23 @@ public:
     /// @param num_heads H, which must divide E
     /// @param init      weight scheme and seed; biases follow nn.Linear
     /// @throws std::invalid_argument when H does not divide E (the message
-    ///         lists the H that do), or a size is 0.
+    ///         names the nearest H that do), or a size is 0.
     MultiHeadAttention(std::size_t embed_dim, std::size_t num_heads,
                        const Init& init = Init::xavier());
+
+    /// Grouped-query attention: H query heads share @p num_kv_heads key/value
+    /// heads, query head h reading kv head h / (H / H_kv). wk and wv are then
+    /// `[H_kv * D, E]`: the cache of K and V is H / H_kv times smaller.
+    /// H_kv = H is the articles' multi-head attention, H_kv = 1 multi-query
+    /// attention.
+    /// @param embed_dim    E (d_model), at least 1
+    /// @param num_heads    H, which must divide E
+    /// @param num_kv_heads H_kv, which must divide H
+    /// @param init         weight scheme and seed; biases follow nn.Linear
+    /// @throws std::invalid_argument when H_kv does not divide H (the message
+    ///         lists the H_kv that do), or as the other constructor.
+    MultiHeadAttention(std::size_t embed_dim, std::size_t num_heads,
+                       std::size_t num_kv_heads, const Init& init = Init::xavier());
 
     /// Attention of @p query over @p key / @p value: the articles' forward,
     /// one stage call per line, every intermediate kept. Read this one; its
@@ -133,6 +148,10 @@ public:
     std::size_t num_heads() const { return num_heads_; }
     /// @return D = E / H, the size of each head
     std::size_t head_dim() const { return head_dim_; }
+    /// @return H_kv, the key/value heads (H without grouping)
+    std::size_t num_kv_heads() const { return num_kv_heads_; }
+    /// @return H_kv * D, the width of K and V (E without grouping)
+    std::size_t kv_dim() const { return num_kv_heads_ * head_dim_; }
 
     /// Throws unless query/key/value (and the layers) fit this module.
     /// @param query `[B, Tq, E]`
@@ -142,12 +161,12 @@ public:
                       const Tensor3& value) const;
 
     Linear wq;   ///< query projection, weight `[E, E]` (`w_q` in the articles)
-    Linear wk;   ///< key projection, weight `[E, E]` (`w_k`)
-    Linear wv;   ///< value projection, weight `[E, E]` (`w_v`)
+    Linear wk;   ///< key projection, weight `[H_kv * D, E]`, `[E, E]` without grouping (`w_k`)
+    Linear wv;   ///< value projection, weight `[H_kv * D, E]` (`w_v`)
     Linear w_o;  ///< output layer, `[E, E]` (`fc_out` / `w_combine`)
 
 private:
-    std::size_t embed_dim_, num_heads_, head_dim_;
+    std::size_t embed_dim_, num_heads_, head_dim_, num_kv_heads_;
 };
 
 /// @}

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
@@ -44,7 +45,8 @@ AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query
     m.check_inputs(query, key, value);
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = m.embed_dim();
-    const std::size_t H = m.num_heads(), D = m.head_dim();
+    const std::size_t H = m.num_heads(), D = m.head_dim(), H_kv = m.num_kv_heads();
+    const std::size_t group = H / H_kv;  // query heads per kv head
     if (d_output.shape(0) != B || d_output.shape(1) != Tq ||
         d_output.shape(2) != E) {
         fail("backward: d_output " + shape_of(d_output) +
@@ -59,17 +61,19 @@ AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query
     const Tensor3 d_context = linear_backward(s.context, d_output, m.w_o, g.w_o);
     // 6) context = merge_heads(weights @ v): merge backward is a split
     const Tensor4 d_attended = split_heads(d_context, H);  // [B, H, Tq, D]
-    Tensor4 dq({B, H, Tq, D}), dk({B, H, Tk, D}), dv({B, H, Tk, D});
+    // A kv head serves `group` query heads: its gradients are their sum.
+    Tensor4 dq({B, H, Tq, D});
+    Tensor4 dk = xt::zeros<float>({B, H_kv, Tk, D}), dv = xt::zeros<float>({B, H_kv, Tk, D});
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h) {
             const Tensor2 P = xt::view(s.weights, b, h);    // [Tq, Tk]
             const Tensor2 dO = xt::view(d_attended, b, h);  // [Tq, D]
             const Tensor2 q = xt::view(s.q, b, h);          // [Tq, D]
-            const Tensor2 k = xt::view(s.k, b, h);          // [Tk, D]
-            const Tensor2 v = xt::view(s.v, b, h);          // [Tk, D]
+            const Tensor2 k = xt::view(s.k, b, h / group);  // [Tk, D]
+            const Tensor2 v = xt::view(s.v, b, h / group);  // [Tk, D]
             // O = P V:  dP = dO V^T [Tq, Tk],  dV = P^T dO [Tk, D]
             Tensor2 dS = xt::linalg::dot(dO, xt::transpose(v));
-            xt::view(dv, b, h) = xt::linalg::dot(xt::transpose(P), dO);
+            xt::view(dv, b, h / group) += xt::linalg::dot(xt::transpose(P), dO);
             // 5) softmax, row by row: dS_j = P_j (dP_j - sum_k P_k dP_k)
             // 4) a masked score is a constant (the fill): its gradient is 0
             for (std::size_t i = 0; i < Tq; ++i) {
@@ -83,7 +87,7 @@ AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query
             }
             // 3) S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
             xt::view(dq, b, h) = xt::linalg::dot(dS, k) * scale;
-            xt::view(dk, b, h) = xt::linalg::dot(xt::transpose(dS), q) * scale;
+            xt::view(dk, b, h / group) += xt::linalg::dot(xt::transpose(dS), q) * scale;
         }
     // 2) split backward is a merge; 1) the three projections
     g.query = linear_backward(query, merge_heads(dq), m.wq, g.wq);  // [B, Tq, E]

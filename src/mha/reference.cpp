@@ -1,6 +1,7 @@
 // The oracle, in the manner of llm.c: plain loops, numbered passes, double.
 //
-// B = batch, Tq = queries, Tk = keys, E = embed_dim, H = heads, D = E / H.
+// B = batch, Tq = queries, Tk = keys, E = embed_dim, H = heads, D = E / H,
+// H_kv = key/value heads and Ekv = H_kv * D (Ekv = E without grouping).
 // All arrays are row-major: x[b, t, e] is x[(b * T + t) * E + e].
 #include "mha/reference.hpp"
 
@@ -11,17 +12,17 @@ namespace mha {
 
 namespace {
 
-// out[r, o] = b[o] + sum_i x[r, i] * w[o, i]; x is (R, E), w is (E, E).
+// out[r, o] = b[o] + sum_i x[r, i] * w[o, i]; x is (R, in), w is (out, in).
 template <class In>
-void linear_loops(const In* x, const Linear& l, std::size_t R, std::size_t E,
-                  double* out) {
+void linear_loops(const In* x, const Linear& l, std::size_t R, double* out) {
+    const std::size_t in = l.in_features(), n = l.out_features();
     const float* w = l.weight.data();
     for (std::size_t r = 0; r < R; ++r)
-        for (std::size_t o = 0; o < E; ++o) {
+        for (std::size_t o = 0; o < n; ++o) {
             double acc = l.bias(o);
-            for (std::size_t i = 0; i < E; ++i)
-                acc += double(x[r * E + i]) * w[o * E + i];
-            out[r * E + o] = acc;
+            for (std::size_t i = 0; i < in; ++i)
+                acc += double(x[r * in + i]) * w[o * in + i];
+            out[r * n + o] = acc;
         }
 }
 
@@ -35,14 +36,15 @@ ReferenceOutput reference_forward(const MultiHeadAttention& m,
     const std::size_t B = query.shape(0), Tq = query.shape(1);
     const std::size_t Tk = key.shape(1), E = m.embed_dim();
     const std::size_t H = m.num_heads(), D = m.head_dim();
+    const std::size_t Ekv = m.kv_dim(), group = H / m.num_kv_heads();
     if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
     if (score_bias != nullptr) check_score_bias(*score_bias, B, H, Tq, Tk);
 
     // pass 1: the projections q = query wq^T + b, and likewise k and v
-    std::vector<double> q(B * Tq * E), k(B * Tk * E), v(B * Tk * E);
-    linear_loops(query.data(), m.wq, B * Tq, E, q.data());
-    linear_loops(key.data(), m.wk, B * Tk, E, k.data());
-    linear_loops(value.data(), m.wv, B * Tk, E, v.data());
+    std::vector<double> q(B * Tq * E), k(B * Tk * Ekv), v(B * Tk * Ekv);
+    linear_loops(query.data(), m.wq, B * Tq, q.data());
+    linear_loops(key.data(), m.wk, B * Tk, k.data());
+    linear_loops(value.data(), m.wv, B * Tk, v.data());
 
     ReferenceOutput out;
     out.weights = xt::xtensor<double, 4>::from_shape({B, H, Tq, Tk});
@@ -53,11 +55,13 @@ ReferenceOutput reference_forward(const MultiHeadAttention& m,
             for (std::size_t i = 0; i < Tq; ++i) {
                 double* w = &out.weights(b, h, i, 0);  // this query's row
                 // pass 2: scores of query i against every key j, head h
-                // (head h is columns h*D .. h*D + D-1), the bias, the mask
+                // (head h is columns h*D .. h*D + D-1; its keys and values
+                // are kv head g = h / group), the bias, the mask
+                const std::size_t g = h / group;
                 const double* qi = &q[(b * Tq + i) * E + h * D];
                 double maxval = -INFINITY;
                 for (std::size_t j = 0; j < Tk; ++j) {
-                    const double* kj = &k[(b * Tk + j) * E + h * D];
+                    const double* kj = &k[(b * Tk + j) * Ekv + g * D];
                     double dot = 0.0;
                     for (std::size_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
                     w[j] = dot * scale;
@@ -81,13 +85,13 @@ ReferenceOutput reference_forward(const MultiHeadAttention& m,
                 for (std::size_t d = 0; d < D; ++d) {
                     double acc = 0.0;
                     for (std::size_t j = 0; j < Tk; ++j)
-                        acc += w[j] * v[(b * Tk + j) * E + h * D + d];
+                        acc += w[j] * v[(b * Tk + j) * Ekv + g * D + d];
                     ctx[d] = acc;
                 }
             }
     // pass 5: the output layer
     out.output = xt::xtensor<double, 3>::from_shape({B, Tq, E});
-    linear_loops(context.data(), m.w_o, B * Tq, E, out.output.data());
+    linear_loops(context.data(), m.w_o, B * Tq, out.output.data());
     return out;
 }
 

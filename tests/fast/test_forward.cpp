@@ -165,7 +165,7 @@ TEST_CASE("forward: every sequence of a chunked batch, the last chunks' too, as 
     }
 }
 
-TEST_CASE("backward: the engine's gradients equal the stages', masks and cross-attention" *
+TEST_CASE("backward: the engine's gradients equal the stages', masks, cross-attention, GQA" *
           doctest::test_suite("oracle")) {
     // Shapes across the engine's chunks, a fully padded sequence, a causal
     // mask with Tq != Tk; from a kept trace as from the inputs.
@@ -174,38 +174,40 @@ TEST_CASE("backward: the engine's gradients equal the stages', masks and cross-a
     };
     std::uint64_t seed = 700;
     for (const Shape& c : {Shape{2, 5, 5, 12, 3}, Shape{3, 7, 4, 16, 4},
-                           Shape{40, 16, 16, 16, 2}, Shape{1, 70, 33, 8, 1}}) {
+                           Shape{40, 16, 16, 16, 2}, Shape{1, 70, 33, 8, 2}}) {
         for (int masked = 0; masked < 3; ++masked) {
-            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(masked);
-            mha::Rng rng(++seed);
-            const mha::MultiHeadAttention m(c.E, c.H, mha::Init::xavier(seed));
-            const mha::Tensor3 q = mha::randn(c.B, c.Tq, c.E, rng);
-            const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
-            const mha::Tensor3 r = mha::randn(c.B, c.Tq, c.E, rng);
-            std::vector<std::size_t> lengths(c.B, c.Tk);
-            lengths[0] = 0;
-            mha::Mask mask = masked == 1 ? mha::causal_mask(c.Tq, c.Tk)
-                                         : mha::padding_mask(lengths, c.Tk);
-            const mha::Mask* mp = masked ? &mask : nullptr;
-            const auto want = mha::backward_stages(m, q, kv, kv, r, mp);
-            const mha::ForwardTrace t = m.trace(q, kv, kv, mp);
-            for (const auto& got : {mha::backward(m, q, kv, kv, r, mp),
-                                    mha::backward(m, t, q, kv, kv, r, mp)}) {
-                // sums of up to B*T terms in other orders: relative to the largest
-                auto close = [](const auto& a, const auto& b) {
-                    double big = 1e-6;
-                    for (float x : b) big = std::max(big, double(std::fabs(x)));
-                    return mha::max_abs_diff(a, b) / big;
-                };
-                CHECK(close(got.wq.weight, want.wq.weight) < 1e-5);
-                CHECK(close(got.wk.weight, want.wk.weight) < 1e-5);
-                CHECK(close(got.wv.weight, want.wv.weight) < 1e-5);
-                CHECK(close(got.w_o.weight, want.w_o.weight) < 1e-5);
-                CHECK(close(got.wq.bias, want.wq.bias) < 1e-5);
-                CHECK(close(got.w_o.bias, want.w_o.bias) < 1e-5);
-                CHECK(close(got.query, want.query) < 1e-5);
-                CHECK(close(got.key, want.key) < 1e-5);
-                CHECK(close(got.value, want.value) < 1e-5);
+            for (std::size_t H_kv : {c.H, c.H > 1 ? c.H / 2 : c.H}) {
+                CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(masked); CAPTURE(H_kv);
+                mha::Rng rng(++seed);
+                const mha::MultiHeadAttention m(c.E, c.H, H_kv, mha::Init::xavier(seed));
+                const mha::Tensor3 q = mha::randn(c.B, c.Tq, c.E, rng);
+                const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+                const mha::Tensor3 r = mha::randn(c.B, c.Tq, c.E, rng);
+                std::vector<std::size_t> lengths(c.B, c.Tk);
+                lengths[0] = 0;
+                mha::Mask mask = masked == 1 ? mha::causal_mask(c.Tq, c.Tk)
+                                             : mha::padding_mask(lengths, c.Tk);
+                const mha::Mask* mp = masked ? &mask : nullptr;
+                const auto want = mha::backward_stages(m, q, kv, kv, r, mp);
+                const mha::ForwardTrace t = m.trace(q, kv, kv, mp);
+                for (const auto& got : {mha::backward(m, q, kv, kv, r, mp),
+                                        mha::backward(m, t, q, kv, kv, r, mp)}) {
+                    // sums of up to B*T terms in other orders: relative to the largest
+                    auto close = [](const auto& a, const auto& b) {
+                        double big = 1e-6;
+                        for (float x : b) big = std::max(big, double(std::fabs(x)));
+                        return mha::max_abs_diff(a, b) / big;
+                    };
+                    CHECK(close(got.wq.weight, want.wq.weight) < 1e-5);
+                    CHECK(close(got.wk.weight, want.wk.weight) < 1e-5);
+                    CHECK(close(got.wv.weight, want.wv.weight) < 1e-5);
+                    CHECK(close(got.w_o.weight, want.w_o.weight) < 1e-5);
+                    CHECK(close(got.wq.bias, want.wq.bias) < 1e-5);
+                    CHECK(close(got.w_o.bias, want.w_o.bias) < 1e-5);
+                    CHECK(close(got.query, want.query) < 1e-5);
+                    CHECK(close(got.key, want.key) < 1e-5);
+                    CHECK(close(got.value, want.value) < 1e-5);
+                }
             }
         }
     }

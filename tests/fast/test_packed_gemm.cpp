@@ -148,11 +148,13 @@ TEST_CASE("packed_gemm: NaN and Inf in B reach C as in any product") {
     }
 }
 
-TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on the same rows") {
+TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on the same rows, "
+          "three widths") {
     if (!kernels_run_here()) return;
     // m: whole 6-row micro-panels, every remainder, one 48-row block and
     // more; k: short of and past the 8 terms packed at a time, one stretch
-    // of 512 and more; n: whole 16-column panels and partial ones.
+    // of 512 and more; n: whole 16-column panels and partial ones, and with
+    // three layers three widths (Q wider than the K and V of grouped heads).
     mha::Rng rng(11);
     const float guard = 555.0f;
     for (std::size_t m : {1, 5, 6, 7, 47, 48, 49, 101}) {
@@ -160,22 +162,27 @@ TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on 
             for (std::size_t n : {1, 15, 16, 17, 40}) {
                 for (std::size_t count : {1, 3}) {
                     CAPTURE(m); CAPTURE(k); CAPTURE(n); CAPTURE(count);
-                    const std::size_t lda = k + 3, ldc = n + 2;
+                    const std::size_t lda = k + 3;
                     const std::vector<float> x = random_floats(m * lda, rng);
                     std::vector<std::vector<float>> w, bias, packed, c;
+                    std::vector<std::size_t> ns, ldcs;
                     std::vector<mha::fast::LinearPanels> layers;
                     for (std::size_t l = 0; l < count; ++l) {
-                        w.push_back(random_floats(n * k, rng));  // W [n, k]
-                        bias.push_back(random_floats(n, rng));
-                        packed.emplace_back(mha::fast::packed_floats(k, n));
-                        mha::fast::pack_panels(w[l].data(), k, true, k, n, packed[l].data());
-                        c.emplace_back((m + 1) * ldc, guard);  // and a row past C
+                        ns.push_back(l == 0 ? n : (n + 1) / (l + 1));
+                        ldcs.push_back(ns[l] + 2 + l);
+                        w.push_back(random_floats(ns[l] * k, rng));  // W [n, k]
+                        bias.push_back(random_floats(ns[l], rng));
+                        packed.emplace_back(mha::fast::packed_floats(k, ns[l]));
+                        mha::fast::pack_panels(w[l].data(), k, true, k, ns[l], packed[l].data());
+                        c.emplace_back((m + 1) * ldcs[l], guard);  // and a row past C
                     }
                     for (std::size_t l = 0; l < count; ++l)
-                        layers.push_back({packed[l].data(), bias[l].data(), c[l].data()});
-                    mha::fast::packed_linear(x.data(), lda, m, k, layers.data(), count, n, ldc);
+                        layers.push_back({packed[l].data(), bias[l].data(), c[l].data(), ns[l],
+                                          ldcs[l]});
+                    mha::fast::packed_linear(x.data(), lda, m, k, layers.data(), count);
                     for (std::size_t l = 0; l < count; ++l) {
                         CAPTURE(l);
+                        const std::size_t n = ns[l], ldc = ldcs[l];
                         double worst = 0;  // |error| / (sum of |terms|), over C
                         for (std::size_t i = 0; i < m; ++i) {
                             for (std::size_t j = 0; j < n; ++j) {
@@ -209,12 +216,12 @@ TEST_CASE("packed_linear: a row's result does not depend on the rows around it")
     const std::vector<float> bias = random_floats(n, rng);
     std::vector<float> packed(mha::fast::packed_floats(k, n)), whole(m * n), parts(m * n);
     mha::fast::pack_panels(w.data(), k, true, k, n, packed.data());
-    mha::fast::LinearPanels layer{packed.data(), bias.data(), whole.data()};
-    mha::fast::packed_linear(x.data(), k, m, k, &layer, 1, n, n);
+    mha::fast::LinearPanels layer{packed.data(), bias.data(), whole.data(), n, n};
+    mha::fast::packed_linear(x.data(), k, m, k, &layer, 1);
     for (std::size_t r0 = 0, size = 1; r0 < m; r0 += size, size = size % 13 + 4) {
         const std::size_t rows = std::min(size, m - r0);
         layer.c = parts.data() + r0 * n;
-        mha::fast::packed_linear(x.data() + r0 * k, k, rows, k, &layer, 1, n, n);
+        mha::fast::packed_linear(x.data() + r0 * k, k, rows, k, &layer, 1);
     }
     CHECK(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)) == 0);
 }

@@ -171,6 +171,11 @@ TEST_CASE("load_state_dict: nn.MultiheadAttention's and both articles' layouts")
     fs::remove_all(dir);
 }
 
+TEST_CASE("save_torch_mha: nn.MultiheadAttention's layout has no grouped heads") {
+    CHECK_THROWS_WITH_AS(mha::save_torch_mha(mha::MultiHeadAttention(16, 4, 2), "/tmp"),
+                         doctest::Contains("has 2 kv heads for 4"), std::invalid_argument);
+}
+
 TEST_CASE("load_keep_mask: the articles' polarity, bool or float, every rank") {
     const fs::path dir = fs::temp_directory_path() / "mha_test_keep";
     fs::create_directories(dir);

@@ -1,6 +1,7 @@
 // One (sequence, head) pair of the forward, a block of query rows at a time.
 //
-// Tq / Tk = queries / keys, D = head_dim, E = embed_dim (the rows' stride).
+// Tq / Tk = queries / keys, D = head_dim, E = embed_dim (the stride of q's
+// rows), Ekv = H_kv * D (the stride of k's and v's).
 #include "mha/fast/attend_head.hpp"
 
 #include <algorithm>
@@ -74,7 +75,7 @@ std::size_t panel_floats(std::size_t Tk, std::size_t D) {
 
 void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
                  const Mask* mask, float fill, const Tensor4* score_bias) {
-    const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E;
+    const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
     // Masked columns can be skipped only when they get exactly 0 weight.
     const bool may_skip = mask != nullptr && fill == kNegInf;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
@@ -82,8 +83,8 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
     float* const kt = x.panels;
     float* const vp = kt != nullptr ? kt + packed_floats(D, Tk) : nullptr;
     if (kt != nullptr) {
-        pack_panels(x.k, E, true, D, Tk, kt);
-        pack_panels(x.v, E, false, Tk, D, vp);
+        pack_panels(x.k, Ekv, true, D, Tk, kt);
+        pack_panels(x.v, Ekv, false, Tk, D, vp);
     }
     const std::size_t block = may_skip && Tk <= kSkipMaxKeys ? kSkipRowBlock : kRowBlock;
     for (std::size_t i0 = 0; i0 < Tq; i0 += block) {
@@ -93,7 +94,7 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
         if (may_skip) {
             cols = visible_columns(*mask, b, h, i0, rows, Tk);
             if (cols < Tk) {
-                if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, E);
+                if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, Ekv);
                 cols = std::max(cols, v_bad);
             }
         }
@@ -107,7 +108,7 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
         if (kt != nullptr) {
             packed_gemm(x.q + i0 * E, E, rows, D, kt, D, cols, w, Tk, s.scale);
         } else {
-            gemm({x.q + i0 * E, rows, D, E}, false, {x.k, cols, D, E}, true, w, Tk, s.scale);
+            gemm({x.q + i0 * E, rows, D, E}, false, {x.k, cols, D, Ekv}, true, w, Tk, s.scale);
         }
         // 2) bias, mask and softmax, one query row at a time
         for (std::size_t i = i0; i < i0 + rows; ++i) {
@@ -132,7 +133,7 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
         if (vp != nullptr) {
             packed_gemm(w, Tk, rows, cols, vp, Tk, D, x.context + i0 * E, E, 1.0f);
         } else {
-            gemm({w, rows, cols, Tk}, false, {x.v, cols, D, E}, false, x.context + i0 * E, E);
+            gemm({w, rows, cols, Tk}, false, {x.v, cols, D, Ekv}, false, x.context + i0 * E, E);
         }
     }
 }

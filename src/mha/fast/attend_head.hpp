@@ -13,11 +13,12 @@ namespace mha::fast {
 /// @{
 
 /// One (sequence, head) pair, read in place: head h of a `[T, E]` sequence
-/// is the `T x D` block at column h*D, rows E apart.
+/// is the `T x D` block at column h*D, rows E apart; its keys and values
+/// are those of its kv head g = h / (H / H_kv), at column g*D of `[T, H_kv*D]`.
 struct Head {
     const float* q;  ///< `[Tq, D]`, rows E apart
-    const float* k;  ///< `[Tk, D]`, rows E apart
-    const float* v;  ///< `[Tk, D]`, rows E apart
+    const float* k;  ///< `[Tk, D]`, rows H_kv*D apart
+    const float* v;  ///< `[Tk, D]`, rows H_kv*D apart
     float* context;  ///< `[Tq, D]`, rows E apart: columns h*D.. of the merged context
     float* weights;  ///< `[Tq, Tk]`, contiguous
     /// Room for K^T and V packed into panels (panel_floats()), or null when
@@ -30,7 +31,8 @@ struct HeadSizes {
     std::size_t Tq;  ///< queries
     std::size_t Tk;  ///< keys
     std::size_t D;   ///< head_dim
-    std::size_t E;   ///< embed_dim: the distance between rows
+    std::size_t E;   ///< embed_dim: the distance between rows of q and context
+    std::size_t Ekv; ///< H_kv * D: the distance between rows of k and v
     float scale;     ///< 1 / sqrt(D)
 };
 

@@ -1,7 +1,8 @@
 // The engine's backward: the forward's stages in reverse, on the trace's
 // [B, T, E] tensors, head h read in place as the T x D block at column h*D.
 //
-// B = batch, Tq / Tk = queries / keys, E = embed_dim, H = heads, D = E / H.
+// B = batch, Tq / Tk = queries / keys, E = embed_dim, H = heads, D = E / H,
+// H_kv = key/value heads, Ekv = H_kv * D.
 #include "mha/fast/backward.hpp"
 
 #include <algorithm>
@@ -37,12 +38,14 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     m.check_inputs(in.query, in.key, in.value);
     const std::size_t B = in.query.shape(0), Tq = in.query.shape(1);
     const std::size_t Tk = in.key.shape(1), E = m.embed_dim();
-    const std::size_t H = m.num_heads(), D = m.head_dim();
+    const std::size_t H = m.num_heads(), D = m.head_dim(), H_kv = m.num_kv_heads();
+    const std::size_t Ekv = m.kv_dim(), group = H / H_kv;
     if (d_output.shape(0) != B || d_output.shape(1) != Tq || d_output.shape(2) != E) {
         fail("backward: d_output " + shape_of(d_output) +
              " must have the output's shape [B, Tq, E] = " + shape_of(in.query));
     }
-    if (shape_of(t.q) != shape_of(in.query) || shape_of(t.k) != shape_of(in.key) ||
+    if (shape_of(t.q) != shape_of(in.query) ||
+        t.k.shape() != Tensor3::shape_type{B, Tk, Ekv} ||
         shape_of(t.context) != shape_of(in.query) ||
         t.weights.shape() != Tensor4::shape_type{B, H, Tq, Tk}) {
         fail("backward: the trace holds q " + shape_of(t.q) + " and weights " +
@@ -57,40 +60,47 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     g.w_o = linear_backward(t.context.data(), d_output.data(), B * Tq, m.w_o,
                             d_context.data());
 
-    // 2) per (sequence, head), each on its own blocks: weights x V, softmax,
-    //    mask, scores
+    // 2) per (sequence, kv head), each on its own blocks, and within it per
+    //    query head of the group: weights x V, softmax, mask, scores. The
+    //    group's heads add their dK and dV into the one kv head they share.
     Tensor3 dq = Tensor3::from_shape({B, Tq, E});
-    Tensor3 dk = Tensor3::from_shape({B, Tk, E}), dv = Tensor3::from_shape({B, Tk, E});
-    std::atomic<std::size_t> next_pair{0};
-    parallel_for(std::min(B * H, worker_count()), [&](std::size_t, std::size_t) {
-        Buffer dP(Tq * Tk);  // [Tq, Tk], this worker's
-        for (std::size_t bh; (bh = next_pair++) < B * H;) {
-            const std::size_t b = bh / H, h = bh % H;
-            const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * E + h * D;
-            const float* P = &t.weights(b, h, 0, 0);  // [Tq, Tk]
-            const float* dctx = d_context.data() + qo;  // [Tq, D], rows E apart
-            // context = P V:  dP = dctx V^T,  dV = P^T dctx
-            gemm({dctx, Tq, D, E}, false, {t.v.data() + ko, Tk, D, E}, true, dP.data(), Tk);
-            gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, E}, false, dv.data() + ko, E);
-            // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is
-            // a constant (the fill): its gradient is 0
-            for (std::size_t i = 0; i < Tq; ++i) {
-                const float* p = P + i * Tk;
-                float* ds = dP.data() + i * Tk;
-                float dot = 0.0f;
-                for (std::size_t j = 0; j < Tk; ++j) dot += p[j] * ds[j];
-                for (std::size_t j = 0; j < Tk; ++j) ds[j] = p[j] * (ds[j] - dot);
-                if (in.mask != nullptr) {
-                    const bool* keep = mask_row(*in.mask, b, h, i);
-                    for (std::size_t j = 0; j < Tk; ++j)
-                        if (!keep[j]) ds[j] = 0.0f;
-                }
+    Tensor3 dk = Tensor3::from_shape({B, Tk, Ekv}), dv = Tensor3::from_shape({B, Tk, Ekv});
+    auto head_backward = [&](std::size_t b, std::size_t h, float* dP) {  // dP: [Tq, Tk]
+        const std::size_t g = h / group;
+        const float add = h == g * group ? 0.0f : 1.0f;  // beta: the group's first writes
+        const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * Ekv + g * D;
+        const float* P = &t.weights(b, h, 0, 0);    // [Tq, Tk]
+        const float* dctx = d_context.data() + qo;  // [Tq, D], rows E apart
+        // context = P V:  dP = dctx V^T,  dV = P^T dctx
+        gemm({dctx, Tq, D, E}, false, {t.v.data() + ko, Tk, D, Ekv}, true, dP, Tk);
+        gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, E}, false, dv.data() + ko, Ekv, 1.0f, add);
+        // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is a
+        // constant (the fill): its gradient is 0
+        for (std::size_t i = 0; i < Tq; ++i) {
+            const float* p = P + i * Tk;
+            float* ds = dP + i * Tk;
+            float dot = 0.0f;
+            for (std::size_t j = 0; j < Tk; ++j) dot += p[j] * ds[j];
+            for (std::size_t j = 0; j < Tk; ++j) ds[j] = p[j] * (ds[j] - dot);
+            if (in.mask != nullptr) {
+                const bool* keep = mask_row(*in.mask, b, h, i);
+                for (std::size_t j = 0; j < Tk; ++j)
+                    if (!keep[j]) ds[j] = 0.0f;
             }
-            // S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
-            gemm({dP.data(), Tq, Tk, Tk}, false, {t.k.data() + ko, Tk, D, E}, false,
-                 dq.data() + qo, E, scale);
-            gemm({dP.data(), Tq, Tk, Tk}, true, {t.q.data() + qo, Tq, D, E}, false,
-                 dk.data() + ko, E, scale);
+        }
+        // S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
+        gemm({dP, Tq, Tk, Tk}, false, {t.k.data() + ko, Tk, D, Ekv}, false, dq.data() + qo, E,
+             scale);
+        gemm({dP, Tq, Tk, Tk}, true, {t.q.data() + qo, Tq, D, E}, false, dk.data() + ko, Ekv,
+             scale, add);
+    };
+    std::atomic<std::size_t> next_pair{0};
+    parallel_for(std::min(B * H_kv, worker_count()), [&](std::size_t, std::size_t) {
+        Buffer dP(Tq * Tk);  // this worker's
+        for (std::size_t bg; (bg = next_pair++) < B * H_kv;) {
+            const std::size_t b = bg / H_kv, g = bg % H_kv;
+            for (std::size_t h = g * group; h < (g + 1) * group; ++h)
+                head_backward(b, h, dP.data());
         }
     });
 

@@ -31,7 +31,7 @@ struct Job {
     const Call& in;
     const Projections& layers;
     ForwardTrace& out;
-    std::size_t B, Tq, Tk, E, H;
+    std::size_t B, Tq, Tk, E, H, Ekv, group;  // Ekv = H_kv * D; group = H / H_kv
     HeadSizes head;
     bool packed;  // K^T and V packed per head for the packed kernels
     bool self;    // query, key and value are one tensor
@@ -45,7 +45,7 @@ struct Plan {
     std::size_t chunks() const { return starts.size() - 1; }
 };
 
-// Where one chunk's rows live: [n*Tq, E], [n*Tk, E], [n*Tk, E], [n*Tq, E].
+// Where one chunk's rows live: [n*Tq, E], [n*Tk, Ekv], [n*Tk, Ekv], [n*Tq, E].
 struct Rows {
     float *q, *k, *v, *context;
 };
@@ -78,14 +78,15 @@ Plan plan_chunks(std::size_t B, std::size_t Tq, std::size_t Tk) {
 // has taken.
 void attend_heads(const Job& job, const Rows& rows, std::size_t b0, std::size_t n) {
     const std::size_t Tq = job.Tq, Tk = job.Tk, E = job.E, H = job.H, D = job.head.D;
+    const std::size_t Ekv = job.Ekv;
     std::atomic<std::size_t> next_pair{0};
     parallel_for(std::min(n * H, worker_count()), [&](std::size_t, std::size_t) {
         Buffer panels(job.packed ? panel_floats(Tk, D) : 0);
         for (std::size_t bh; (bh = next_pair++) < n * H;) {
-            const std::size_t b = bh / H, h = bh % H;
+            const std::size_t b = bh / H, h = bh % H, g = h / job.group;  // g: its kv head
             const Head head{rows.q + b * Tq * E + h * D,        // [Tq, D], rows E apart
-                            rows.k + b * Tk * E + h * D,        // [Tk, D]
-                            rows.v + b * Tk * E + h * D,        // [Tk, D]
+                            rows.k + b * Tk * Ekv + g * D,      // [Tk, D], rows Ekv apart
+                            rows.v + b * Tk * Ekv + g * D,      // [Tk, D]
                             rows.context + b * Tq * E + h * D,  // [Tq, D]
                             &job.out.weights(b0 + b, h, 0, 0),  // [Tq, Tk]
                             job.packed ? panels.data() : nullptr};
@@ -121,6 +122,7 @@ void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool 
     m.check_inputs(in.query, in.key, in.value);
     const std::size_t B = in.query.shape(0), Tq = in.query.shape(1);
     const std::size_t Tk = in.key.shape(1), E = m.embed_dim(), H = m.num_heads();
+    const std::size_t Ekv = m.kv_dim();
     if (in.mask != nullptr) check_mask(*in.mask, B, H, Tq, Tk);
     if (in.score_bias != nullptr) check_score_bias(*in.score_bias, B, H, Tq, Tk);
     keep_freed_memory();  // so that the next call gets these blocks back
@@ -129,18 +131,18 @@ void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool 
     resize_to(t.output, {B, Tq, E});
     if (keep) {
         resize_to(t.q, {B, Tq, E});
-        resize_to(t.k, {B, Tk, E});
-        resize_to(t.v, {B, Tk, E});
+        resize_to(t.k, {B, Tk, Ekv});
+        resize_to(t.v, {B, Tk, Ekv});
         resize_to(t.context, {B, Tq, E});
     } else {
         t.q = t.k = t.v = t.context = Tensor3();
     }
     const bool packed = packed_products_on();  // else BLAS for every product
-    const Projections layers(m.wq, m.wk, m.wv, m.w_o, E, packed);
+    const Projections layers(m.wq, m.wk, m.wv, m.w_o, packed);
     const float scale = 1.0f / std::sqrt(static_cast<float>(m.head_dim()));
     const bool self = in.query.data() == in.key.data() && in.key.data() == in.value.data();
-    const Job job{in, layers, t, B, Tq, Tk, E, H, {Tq, Tk, m.head_dim(), E, scale},
-                  packed, self};
+    const Job job{in, layers, t, B, Tq, Tk, E, H, Ekv, H / m.num_kv_heads(),
+                  {Tq, Tk, m.head_dim(), E, Ekv, scale}, packed, self};
 
     const Plan plan = plan_chunks(B, Tq, Tk);
     // Each worker takes the next chunk nobody has taken, so a core that runs
@@ -153,14 +155,14 @@ void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool 
             const std::size_t b0 = plan.starts[c], n = plan.starts[c + 1] - b0;
             Rows rows;
             if (keep) {
-                rows = {t.q.data() + b0 * Tq * E, t.k.data() + b0 * Tk * E,
-                        t.v.data() + b0 * Tk * E, t.context.data() + b0 * Tq * E};
+                rows = {t.q.data() + b0 * Tq * E, t.k.data() + b0 * Tk * Ekv,
+                        t.v.data() + b0 * Tk * Ekv, t.context.data() + b0 * Tq * E};
             } else {
-                scratch.resize(2 * plan.per_chunk * (Tq + Tk) * E);
+                scratch.resize(2 * plan.per_chunk * (Tq * E + Tk * Ekv));
                 rows.q = scratch.data();
                 rows.k = rows.q + n * Tq * E;
-                rows.v = rows.k + n * Tk * E;
-                rows.context = rows.v + n * Tk * E;
+                rows.v = rows.k + n * Tk * Ekv;
+                rows.context = rows.v + n * Tk * Ekv;
             }
             run_chunk(job, rows, b0, n);
         }

@@ -47,7 +47,7 @@ void packed_gemm(const float*, std::size_t, std::size_t, std::size_t, const floa
     throw std::logic_error("packed_gemm: this build has no packed kernels (x86-64 only)");
 }
 void packed_linear(const float*, std::size_t, std::size_t, std::size_t, const LinearPanels*,
-                   std::size_t, std::size_t, std::size_t) {
+                   std::size_t) {
     throw std::logic_error("packed_linear: this build has no packed kernels (x86-64 only)");
 }
 #endif

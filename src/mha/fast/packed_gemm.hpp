@@ -85,22 +85,22 @@ struct LinearPanels {
     const float* packed;  ///< packed_floats(k, n) floats
     const float* bias;    ///< `[n]`
     float* c;             ///< C `[m, n]`, rows `ldc` apart
+    std::size_t n;        ///< the layer's output size
+    std::size_t ldc;      ///< distance between rows of C
 };
 
 /// C = A W^T + bias for each of @p count layers that read the same A: each
 /// block of A's rows is packed once and meets every layer's weight (Q, K
-/// and V of self-attention read one input). C is overwritten.
+/// and V of self-attention read one input; under grouped-query attention K
+/// and V are narrower than Q). C is overwritten.
 /// @param a      A `[m, k]`, rows @p lda apart
 /// @param lda    distance between rows of A
 /// @param m      rows of A and of each C
 /// @param k      the layers' input size
-/// @param layers @p count layers, each `k -> n`
+/// @param layers @p count layers, each `k -> its n`
 /// @param count  how many
-/// @param n      the layers' output size
-/// @param ldc    distance between rows of each C
 void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k,
-                   const LinearPanels* layers, std::size_t count, std::size_t n,
-                   std::size_t ldc);
+                   const LinearPanels* layers, std::size_t count);
 
 /// @}
 

@@ -225,8 +225,7 @@ void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
 }
 
 void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k,
-                   const LinearPanels* layers, std::size_t count, std::size_t n,
-                   std::size_t ldc) {
+                   const LinearPanels* layers, std::size_t count) {
     // Each thread's, kept from call to call, on a cache line.
     thread_local Buffer block;
     block.resize(kLinearRows * kLinearDepth + 8);  // + the stores' overrun
@@ -240,6 +239,7 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
             for (std::size_t i = 0; i < full; i += 6)
                 pack_six_rows(ai + i * lda, lda, kc, block.data() + i * kc);
             for (std::size_t l = 0; l < count; ++l) {  // every layer on this block
+                const std::size_t n = layers[l].n, ldc = layers[l].ldc;
                 float* ci = layers[l].c + i0 * ldc;
                 for (std::size_t j0 = 0; j0 < n; j0 += kPanelWidth) {
                     const float* panel = layers[l].packed + j0 * k + t0 * kPanelWidth;

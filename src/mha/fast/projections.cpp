@@ -10,13 +10,20 @@
 namespace mha::fast {
 
 Projections::Projections(const Linear& wq, const Linear& wk, const Linear& wv,
-                         const Linear& w_o, std::size_t E, bool packed)
-    : layers_{&wq, &wk, &wv, &w_o}, E_(E), each_(packed_floats(E, E)) {
+                         const Linear& w_o, bool packed)
+    : layers_{&wq, &wk, &wv, &w_o}, E_(wq.in_features()), offset_{} {
     if (!packed) return;
-    panels_.resize(4 * each_);
+    std::size_t total = 0;
+    for (int l = 0; l < 4; ++l) {
+        offset_[l] = total;
+        total += packed_floats(E_, layers_[l]->out_features());
+    }
+    panels_.resize(total);
     parallel_for(4, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t l = begin; l < end; ++l)
-            pack_panels(layers_[l]->weight.data(), E, true, E, E, panels_.data() + l * each_);
+        for (std::size_t l = begin; l < end; ++l) {
+            const std::size_t n = layers_[l]->out_features();
+            pack_panels(layers_[l]->weight.data(), E_, true, E_, n, panels_.data() + offset_[l]);
+        }
     });
 }
 
@@ -35,10 +42,12 @@ void Projections::run(const float* x, std::size_t rows, std::size_t first,
         const std::size_t r0 = begin * kRows, r1 = std::min(rows, end * kRows);
         LinearPanels to[4];
         for (std::size_t l = 0; l < count; ++l) {
-            to[l] = {panels_.data() + (first + l) * each_, layers_[first + l]->bias.data(),
-                     out[l] + r0 * E_};
+            const Linear& layer = *layers_[first + l];
+            const std::size_t n = layer.out_features();
+            to[l] = {panels_.data() + offset_[first + l], layer.bias.data(), out[l] + r0 * n, n,
+                     n};
         }
-        packed_linear(x + r0 * E_, E_, r1 - r0, E_, to, count, E_, E_);
+        packed_linear(x + r0 * E_, E_, r1 - r0, E_, to, count);
     });
 }
 

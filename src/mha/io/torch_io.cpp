@@ -116,6 +116,11 @@ MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads
 
 void save_torch_mha(const MultiHeadAttention& m, const std::string& dir) {
     const std::size_t E = m.embed_dim();
+    if (m.num_kv_heads() != m.num_heads()) {
+        fail("save_torch_mha: nn.MultiheadAttention has no grouped heads, and this module "
+             "has " + std::to_string(m.num_kv_heads()) + " kv heads for " +
+             std::to_string(m.num_heads()));
+    }
     auto in_w = Tensor2::from_shape({3 * E, E});
     auto in_b = Tensor1::from_shape({3 * E});
     const Linear* parts[3] = {&m.wq, &m.wk, &m.wv};

@@ -38,8 +38,9 @@ MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads)
 MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads);
 
 /// Writes @p m as the four state_dict files load_torch_mha() reads.
-/// @param m   the module
+/// @param m   the module, without grouped heads (H_kv = H)
 /// @param dir an existing, writable folder
+/// @throws std::invalid_argument for grouped heads, or a file not written.
 void save_torch_mha(const MultiHeadAttention& m, const std::string& dir);
 
 /// PyTorch's two masks, turned into what forward() takes.
