@@ -13,6 +13,7 @@
 
 #include "mha/attend.hpp"
 #include "mha/fast/forward.hpp"
+#include "mha/fast/kv_cache.hpp"
 #include "mha/heads.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
@@ -140,6 +141,18 @@ ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
     ForwardTrace t;
     fast::forward(*this, {query, key, value, mask, fill, score_bias}, t, true);
     return t;
+}
+
+Tensor3 MultiHeadAttention::prefill(const Tensor3& prompt, KVCache& cache) const {
+    return fast::extend(*this, prompt, cache);
+}
+
+Tensor3 MultiHeadAttention::decode(const Tensor3& x_t, KVCache& cache) const {
+    if (x_t.shape(1) != 1) {
+        fail("decode: x_t " + shape_of(x_t) + " must be one position per sequence, [B, 1, E]; "
+             "prefill() takes more");
+    }
+    return fast::extend(*this, x_t, cache);
 }
 
 void MultiHeadAttention::trace_into(ForwardTrace& t, const Tensor3& query,

@@ -14,6 +14,8 @@
 
 namespace mha {
 
+struct KVCache;  // kv_cache.hpp
+
 /// @defgroup attention Stage 7: the MultiHeadAttention module
 /// @brief wq, wk, wv, split, scores, mask, softmax, weights x V, merge, w_o.
 /// @{
@@ -141,6 +143,26 @@ public:
                     const Tensor3& value, const Mask* mask = nullptr,
                     float fill = kNegInf,
                     const Tensor4* score_bias = nullptr) const;
+
+    /// Self-attention of a prompt, causal, that also keeps its keys and
+    /// values in @p cache for decode() to continue from (make_cache() in
+    /// kv_cache.hpp). The output equals forward(prompt, prompt, prompt)
+    /// under a causal mask, within float rounding; a cache already holding
+    /// L positions makes the prompt positions L.. of each sequence.
+    /// @param prompt `[B, T, E]`
+    /// @param cache  K and V `[B, H_kv, capacity, D]` with room for T more
+    /// @return       `[B, T, E]`
+    /// @throws std::invalid_argument naming the shapes, or a full cache.
+    Tensor3 prefill(const Tensor3& prompt, KVCache& cache) const;
+
+    /// The next position of every sequence, attending to all the cached ones
+    /// and itself: one position's projections and a dot product per cached
+    /// key, not the prefix again. Causal by construction.
+    /// @param x_t   `[B, 1, E]`
+    /// @param cache as prefill() left it, with room for one more
+    /// @return      `[B, 1, E]`, what forward() gives at that position
+    /// @throws std::invalid_argument naming the shapes, or a full cache.
+    Tensor3 decode(const Tensor3& x_t, KVCache& cache) const;
 
     /// @return E, the embedding size
     std::size_t embed_dim() const { return embed_dim_; }

@@ -54,6 +54,14 @@ void gemm(Block a, bool trans_a, Block b, bool trans_b, float* c,
     });
 }
 
+void gemv(Block a, bool trans, const float* x, float* y, float alpha, float beta) {
+    using index = xt::blas_index_t;
+    cxxblas::gemv<index>(cxxblas::StorageOrder::RowMajor,
+                         trans ? cxxblas::Transpose::Trans : cxxblas::Transpose::NoTrans,
+                         static_cast<index>(a.rows), static_cast<index>(a.cols), alpha, a.data,
+                         static_cast<index>(a.ld), x, 1, beta, y, 1);
+}
+
 void linear_rows(const float* x, std::size_t rows, const Linear& layer, float* y) {
     const std::size_t in = layer.in_features(), out = layer.out_features();
     // Start every row of y at the bias, then add x W^T with beta = 1.

@@ -39,6 +39,17 @@ struct Block {
 void gemm(Block a, bool trans_a, Block b, bool trans_b, float* c,
           std::size_t ldc, float alpha = 1.0f, float beta = 0.0f);
 
+/// y = alpha * op(A) x + beta * y, row-major, through BLAS sgemv: one query
+/// against a head's cached keys, or its weights against the cached values.
+/// @param a     `[M, N]`
+/// @param trans use A^T (then x is `[M]` and y `[N]`)
+/// @param x     `[N]` (or `[M]`), contiguous
+/// @param y     `[M]` (or `[N]`), contiguous
+/// @param alpha scale of the product
+/// @param beta  scale of what y held (0 overwrites it)
+void gemv(Block a, bool trans, const float* x, float* y, float alpha = 1.0f,
+          float beta = 0.0f);
+
 /// `y = x W^T + b` on raw rows, through gemm(): the engine applies a layer
 /// to one chunk of the batch at a time with it.
 /// @param x     `[rows, in]`, contiguous

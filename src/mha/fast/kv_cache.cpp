@@ -1,0 +1,93 @@
+// The engine's attention through a KV cache.
+//
+// B = batch, T = new positions, L = cached, H = heads, H_kv = kv heads,
+// D = head_dim, E = embed_dim, Ekv = H_kv * D.
+#include "mha/fast/kv_cache.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "mha/fast/attend_head.hpp"
+#include "mha/fast/blas.hpp"
+#include "mha/fast/memory.hpp"
+#include "mha/fast/packed_gemm.hpp"
+#include "mha/fast/parallel.hpp"
+#include "mha/fast/projections.hpp"
+#include "mha/fast/softmax.hpp"
+
+namespace mha::fast {
+
+namespace {
+
+// Below this many rows the layers go to BLAS: packing four weights (4 MiB
+// at E = 512) would cost more than a few rows of products.
+constexpr std::size_t kPackRows = 64;
+
+// One new position of head h over its L+1 cached keys: scores, softmax,
+// weights x V. k and v are [L+1, D], rows D apart; w has room for L+1.
+void decode_head(const float* q, const float* k, const float* v, std::size_t n,
+                 std::size_t D, float scale, float* w, float* context) {
+    gemv({k, n, D, D}, false, q, w, scale);  // [n, D] x [D] -> [n]
+    softmax_row(w, n);
+    gemv({v, n, D, D}, true, w, context);    // [n, D]^T x [n] -> [D]
+}
+
+}  // namespace
+
+Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
+    check_cache(m, x, cache);
+    const std::size_t B = x.shape(0), T = x.shape(1), L = cache.length, S = L + T;
+    const std::size_t E = m.embed_dim(), H = m.num_heads(), D = m.head_dim();
+    const std::size_t Ekv = m.kv_dim(), group = H / m.num_kv_heads();
+    const std::size_t rows = B * T;
+    keep_freed_memory();
+    // 1) Q, K, V of the new positions: [rows, E], [rows, Ekv], [rows, Ekv]
+    Buffer work(rows * (2 * E + 2 * Ekv));
+    float* const q = work.data();
+    float* const k = q + rows * E;
+    float* const v = k + rows * Ekv;
+    float* const context = v + rows * Ekv;  // [rows, E], the heads merged
+    const Projections layers(m.wq, m.wk, m.wv, m.w_o, packed_products_on() && rows >= kPackRows);
+    float* const qkv[3] = {q, k, v};
+    layers.run(x.data(), rows, 0, 3, qkv);
+    // 2) append K and V: position L + t of sequence b, kv head g
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t g = 0; g < m.num_kv_heads(); ++g)
+            for (std::size_t t = 0; t < T; ++t) {
+                const std::size_t from = (b * T + t) * Ekv + g * D;
+                std::memcpy(&cache.k(b, g, L + t, 0), k + from, D * sizeof(float));
+                std::memcpy(&cache.v(b, g, L + t, 0), v + from, D * sizeof(float));
+            }
+    cache.length = S;
+    // 3) every (sequence, head): the new queries over all S positions
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    const Mask causal = T > 1 ? cached_causal_mask(T, L) : Mask();
+    const bool packed = packed_products_on();
+    std::atomic<std::size_t> next_pair{0};
+    parallel_for(std::min(B * H, worker_count()), [&](std::size_t, std::size_t) {
+        Buffer w(T * S);  // this worker's weights, [T, S]
+        Buffer panels(T > 1 && packed ? panel_floats(S, D) : 0);
+        for (std::size_t bh; (bh = next_pair++) < B * H;) {
+            const std::size_t b = bh / H, h = bh % H, g = h / group;
+            const float* kc = &cache.k(b, g, 0, 0);  // [cap, D], rows D apart
+            const float* vc = &cache.v(b, g, 0, 0);
+            const float* qh = q + b * T * E + h * D;  // [T, D], rows E apart
+            float* ch = context + b * T * E + h * D;
+            if (T == 1) {
+                decode_head(qh, kc, vc, S, D, scale, w.data(), ch);
+                continue;
+            }
+            const Head head{qh, kc, vc, ch, w.data(), packed ? panels.data() : nullptr};
+            attend_head(head, b, h, {T, S, D, E, D, scale}, &causal, kNegInf, nullptr);
+        }
+    });
+    // 4) the output layer
+    Tensor3 out = Tensor3::from_shape({B, T, E});
+    float* const o = out.data();
+    layers.run(context, rows, 3, 1, &o);
+    return out;
+}
+
+}  // namespace mha::fast

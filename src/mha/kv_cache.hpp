@@ -1,0 +1,77 @@
+/// @file kv_cache.hpp
+/// @brief Past the articles: decoding a position at a time with a cache of K and V.
+///
+/// B batch, T new positions, L positions cached before them, H heads, H_kv
+/// key/value heads, D head_dim, E embed_dim.
+#pragma once
+
+#include "mha/attention.hpp"
+
+namespace mha {
+
+/// @defgroup kv_cache Past the articles: the KV cache
+/// @brief prefill() a prompt, then decode() one position at a time. A
+///        decoder's attention is causal, so the keys and values of earlier
+///        positions never change: kept, a new token costs one position's
+///        projections and one dot product per cached key, not the whole
+///        prefix again.
+/// @{
+
+/// The keys and values of the positions a module has seen so far, per
+/// sequence and kv head: positions 0 .. length-1 of `[capacity, D]` are
+/// filled. Allocated once for @p capacity positions and written in place,
+/// as a static cache is (no reallocation while decoding).
+struct KVCache {
+    Tensor4 k;               ///< `[B, H_kv, capacity, D]`
+    Tensor4 v;               ///< `[B, H_kv, capacity, D]`
+    std::size_t length = 0;  ///< L, the positions cached
+
+    /// @return B, the sequences
+    std::size_t batch() const { return k.shape(0); }
+    /// @return how many positions fit
+    std::size_t capacity() const { return k.shape(2); }
+    /// @return the bytes of K and V held for the cached positions:
+    ///         2 B H_kv L D 4 (float)
+    std::size_t bytes() const;
+};
+
+/// An empty cache for @p batch sequences of up to @p capacity positions.
+/// @param m        the module: the cache holds its H_kv heads of D
+/// @param batch    B, at least 1
+/// @param capacity the most positions it will hold, at least 1
+/// @return         length 0, K and V `[B, H_kv, capacity, D]`
+KVCache make_cache(const MultiHeadAttention& m, std::size_t batch, std::size_t capacity);
+
+/// `causal_mask` for T new positions after L cached ones: new position i
+/// (position L + i of its sequence) may see keys 0 .. L + i.
+/// @param t new positions, at least 1
+/// @param l positions cached before them
+/// @return  `[1, 1, T, L + T]`
+Mask cached_causal_mask(std::size_t t, std::size_t l);
+
+/// Throws unless @p x fits the module and @p cache has room for its T
+/// positions.
+/// @param m     the module
+/// @param x     `[B, T, E]`
+/// @param cache K and V `[B, H_kv, capacity, D]`, length L
+/// @throws std::invalid_argument naming the shapes, or "KV cache full" with
+///         the positions cached and the capacity.
+void check_cache(const MultiHeadAttention& m, const Tensor3& x, const KVCache& cache);
+
+/// The next T positions of every sequence through the stages, written out:
+/// their Q, K and V (stages 1, 2); K and V appended to the cache; the
+/// scores of the new queries against every cached key and themselves
+/// (stage 3), causal (stage 4), softmax, weights x V, merge and w_o. The
+/// outputs are what forward() gives at those positions for the whole
+/// prefix under a causal mask.
+/// @param m     the module
+/// @param x     `[B, T, E]`, the new positions
+/// @param cache a cache from make_cache(m, B, ...), with room for T more
+/// @return      `[B, T, E]`
+/// @throws std::invalid_argument when x does not fit the module or the
+///         cache, or the cache is full.
+Tensor3 extend_stages(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache);
+
+/// @}
+
+}  // namespace mha
