@@ -25,20 +25,6 @@
 
 namespace {
 
-// The median of three timed runs after a warm-up: enough to read a ratio
-// here; bench/mha_bench times with more.
-double seconds(const std::function<void()>& f, int runs = 3) {
-    f();  // warm-up
-    std::vector<double> t;
-    for (int r = 0; r < runs; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
 // The article's count_flops, line for line.
 double article_count(double B, double T, double E, double H) {
     double total = 2 * B * T * E * E * 3;        // Q, K, V
@@ -80,7 +66,7 @@ int main(int argc, char** argv) {
         const double triangle = 8.0 * B * T * E * E + 2.0 * B * H * D * T * (T + 1);
         std::printf("causal count:          %.4g GFLOP (the same, with only the scores "
                     "a query may see)\n", triangle / 1e9);
-        const double t = seconds([&] { m.forward(X, X, X, &causal); });
+        const double t = lesson::median_seconds([&] { m.forward(X, X, X, &causal); });
         if (t < 1e-3) {
             L.say("The forward takes " + fixed(t * 1e6, 0) + " microseconds here: too short "
                   "to give a rate, as the call's own overhead and the clock's resolution "
@@ -122,14 +108,14 @@ int main(int argc, char** argv) {
             const mha::Tensor3 q = xt::reshape_view(xt::view(q_rows, 0, xt::range(0, bb * tt)), bte);
             const mha::Tensor3 k = xt::reshape_view(xt::view(k_rows, 0, xt::range(0, bb * tt)), bte);
             mha::Tensor4 s_view({bb, H, tt, tt}), s_copy({bb, H, tt, tt});
-            const double t_view = seconds([&] {
+            const double t_view = lesson::median_seconds([&] {
                 for (std::size_t b = 0; b < bb; ++b)
                     for (std::size_t h = 0; h < H; ++h)
                         mha::fast::gemm({q.data() + b * tt * E + h * D, tt, D, E}, false,
                                   {k.data() + b * tt * E + h * D, tt, D, E}, true,
                                   &s_view(b, h, 0, 0), tt);
             });
-            const double t_copy = seconds([&] {
+            const double t_copy = lesson::median_seconds([&] {
                 const mha::Tensor4 qh = mha::split_heads(q, H), kh = mha::split_heads(k, H);
                 for (std::size_t b = 0; b < bb; ++b)
                     for (std::size_t h = 0; h < H; ++h)

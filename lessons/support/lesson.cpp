@@ -4,7 +4,9 @@
 #include "mha/heads.hpp"
 #include "mha/io/npy.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -226,7 +228,8 @@ std::vector<std::size_t> numbers_in(const std::string& line) {
 const char* meaning(const std::string& symbol) {
     static const std::map<std::string, const char*> words = {
         {"B", "sequences"}, {"T", "time steps"}, {"Tq", "queries"}, {"Tk", "keys"},
-        {"E", "numbers per token"}, {"H", "heads"}, {"D", "numbers per head"}};
+        {"E", "numbers per token"}, {"H", "heads"}, {"D", "numbers per head"},
+        {"L", "positions cached"}, {"H_kv", "key/value heads"}};
     const auto it = words.find(symbol);
     return it != words.end() ? it->second : "";
 }
@@ -291,10 +294,23 @@ std::string fixed(double x, int digits) {
     return buf;
 }
 
+double median_seconds(const std::function<void()>& f, int runs) {
+    f();  // warm-up
+    std::vector<double> t;
+    for (int r = 0; r < runs; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
 std::string Lesson::with_sizes(const std::string& dims) const {
     std::string out;
     std::set<std::string> said;
-    for (const std::string& axis : axes(dims)) {
+    for (std::string axis : axes(dims)) {
+        for (char& c : axis) c = c == '+' ? '*' : c;  // every symbol of the axis
         std::istringstream factors(axis);
         for (std::string part; std::getline(factors, part, '*');) {
             const auto it = symbols_.find(part);
@@ -310,17 +326,23 @@ void Lesson::step_values(const std::string& lhs, const std::string& name, const 
                          const std::string& dims, const std::string& torch,
                          const std::string& cpp, bool numbers) {
     // The dims must give the shape: a lesson that names its axes wrongly
-    // stops here, so that what it teaches is what it computed.
+    // stops here, so that what it teaches is what it computed. An axis is
+    // a sum of products of sizes and numbers: B*T, L+1.
     const std::vector<std::string> named = axes(dims);
     bool fits = named.size() == v.shape.size();
     for (std::size_t d = 0; fits && d < named.size(); ++d) {
-        std::size_t size = 1;
-        std::istringstream factors(named[d]);
-        for (std::string f; std::getline(factors, f, '*');) {
-            const auto it = symbols_.find(f);
-            const bool number = !f.empty() && std::isdigit(static_cast<unsigned char>(f[0]));
-            if (it == symbols_.end() && !number) throw std::logic_error("unknown size " + f);
-            size *= it != symbols_.end() ? it->second : std::stoul(f);
+        std::size_t size = 0;
+        std::istringstream terms(named[d]);
+        for (std::string term; std::getline(terms, term, '+');) {
+            std::size_t product = 1;
+            std::istringstream factors(term);
+            for (std::string f; std::getline(factors, f, '*');) {
+                const auto it = symbols_.find(f);
+                const bool number = !f.empty() && std::isdigit(static_cast<unsigned char>(f[0]));
+                if (it == symbols_.end() && !number) throw std::logic_error("unknown size " + f);
+                product *= it != symbols_.end() ? it->second : std::stoul(f);
+            }
+            size += product;
         }
         fits = size == v.shape[d];
     }

@@ -166,4 +166,8 @@ private:
 /// @p x with @p digits decimals, for sentences: fixed(0.61237) is "0.612".
 std::string fixed(double x, int digits = 3);
 
+/// The median seconds of @p runs calls of @p f after one warm-up call:
+/// enough to read a ratio in a lesson (bench/mha_bench times with more).
+double median_seconds(const std::function<void()>& f, int runs = 3);
+
 }  // namespace lesson
