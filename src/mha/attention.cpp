@@ -123,6 +123,14 @@ AttentionOutput MultiHeadAttention::forward(const Tensor3& query, const Tensor3&
     return {std::move(t.output), std::move(t.weights)};
 }
 
+Tensor3 MultiHeadAttention::forward_no_weights(const Tensor3& query, const Tensor3& key,
+                                               const Tensor3& value, const Mask* mask,
+                                               float fill, const Tensor4* score_bias) const {
+    ForwardTrace t;
+    fast::forward(*this, {query, key, value, mask, fill, score_bias, false}, t, false);
+    return std::move(t.output);
+}
+
 void MultiHeadAttention::forward_into(AttentionOutput& out, const Tensor3& query,
                                       const Tensor3& key, const Tensor3& value,
                                       const Mask* mask, float fill,

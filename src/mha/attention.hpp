@@ -117,6 +117,18 @@ public:
                             float fill = kNegInf,
                             const Tensor4* score_bias = nullptr) const;
 
+    /// forward() without the weights, as PyTorch's `need_weights=False`: the
+    /// engine then walks the keys a tile at a time with the online softmax
+    /// (tiled_attention() in online_softmax.hpp shows how), so the
+    /// `[B, H, Tq, Tk]` weights never exist, and memory grows with T, not T^2.
+    /// The same output as forward() within float rounding (1e-5 in the tests).
+    /// @param query, key, value, mask, fill, score_bias as for forward()
+    /// @return      output `[B, Tq, E]`
+    Tensor3 forward_no_weights(const Tensor3& query, const Tensor3& key,
+                               const Tensor3& value, const Mask* mask = nullptr,
+                               float fill = kNegInf,
+                               const Tensor4* score_bias = nullptr) const;
+
     /// forward() into @p out, which keeps its memory when its shapes already
     /// fit: a loop over batches of one shape allocates nothing after the
     /// first call, as with PyTorch's `out=` arguments.

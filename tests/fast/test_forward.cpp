@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
 #include "mha/fast/parallel.hpp"
@@ -69,8 +70,55 @@ TEST_CASE("forward equals the plain-loop oracle on many shapes" *
             CHECK(fast.weights.shape(1) == c.H);
             CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
             CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
+            // without the weights: the tiled path, the same output
+            CHECK(mha::max_abs_diff(m.forward_no_weights(q, kv, v, mp, fill), ref.output) < kTol);
         }
     }
+}
+
+TEST_CASE("forward_no_weights equals the oracle across its tiles, with GQA, bias and NaN" *
+          doctest::test_suite("oracle")) {
+    struct Shape {
+        std::size_t B, Tq, Tk, E, H, H_kv;
+    };
+    // Tiles of 64 queries by 256 keys: one key, tiles with a short last
+    // one, a causal mask that hides whole tiles, grouped-query heads.
+    std::uint64_t seed = 700;
+    for (const Shape& c : {Shape{1, 1, 1, 8, 2, 1}, Shape{2, 65, 257, 16, 4, 2},
+                           Shape{1, 600, 600, 16, 4, 1}, Shape{3, 130, 513, 8, 2, 2},
+                           Shape{1, 64, 256, 32, 8, 4}}) {
+        for (int masked = 0; masked < 2; ++masked) {
+            CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H_kv); CAPTURE(masked);
+            mha::Rng rng(++seed);
+            const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+            const mha::Tensor3 q = mha::randn(c.B, c.Tq, c.E, rng);
+            const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+            mha::Tensor4 bias({1, c.H, 1, c.Tk});  // per head and key, as ALiBi-like biases are
+            for (float& x : bias) x = rng.normal();
+            const mha::Mask causal = mha::causal_mask(c.Tq, c.Tk);
+            const mha::Mask* mp = masked ? &causal : nullptr;
+            const auto ref = mha::reference_forward(m, q, kv, kv, mp, mha::kNegInf, &bias);
+            const mha::Tensor3 got = m.forward_no_weights(q, kv, kv, mp, mha::kNegInf, &bias);
+            CHECK(mha::max_abs_diff(got, ref.output) < kTol);
+        }
+    }
+    // A NaN in a key spoils the rows that see it, as in forward()
+    mha::Rng rng(799);
+    const mha::MultiHeadAttention m(8, 2, mha::Init::xavier(799));
+    mha::Tensor3 x = mha::randn(1, 300, 8, rng);
+    x(0, 280, 3) = NAN;
+    const mha::Mask causal = mha::causal_mask(300, 300);
+    const mha::Tensor3 with = m.forward(x, x, x, &causal).output;
+    const mha::Tensor3 without = m.forward_no_weights(x, x, x, &causal);
+    std::size_t nan_rows = 0, same = 0;
+    for (std::size_t i = 0; i < 300; ++i) {
+        nan_rows += std::isnan(without(0, i, 0));
+        same += std::isnan(without(0, i, 0)) == std::isnan(with(0, i, 0));
+    }
+    CHECK(nan_rows > 0);
+    CHECK(same == 300);
+    const mha::Tensor3 clean = mha::randn(1, 300, 8, rng);  // and without NaN, none
+    CHECK(!xt::any(xt::isnan(m.forward_no_weights(clean, clean, clean, &causal))));
 }
 
 TEST_CASE("forward with an additive score bias equals the oracle" *

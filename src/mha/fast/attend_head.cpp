@@ -5,8 +5,11 @@
 #include "mha/fast/attend_head.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#include "mha/fast/memory.hpp"
 
 #include "mha/fast/blas.hpp"
 #include "mha/fast/packed_gemm.hpp"
@@ -24,6 +27,9 @@ constexpr std::size_t kRowBlock = 64;
 // 37% of the per-head work, where 64-row blocks skip none).
 constexpr std::size_t kSkipRowBlock = 16;
 constexpr std::size_t kSkipMaxKeys = 512;
+// Keys per tile of the tiled path: a [64, 256] tile of scores is 64 KiB,
+// and a multiple of the packed panels' 16 columns.
+constexpr std::size_t kKeyBlock = 256;
 
 // How many leading key columns a block of query rows needs: past the last
 // key that any of its rows may see, every weight is exactly 0. The last
@@ -134,6 +140,105 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
             packed_gemm(w, Tk, rows, cols, vp, Tk, D, x.context + i0 * E, E, 1.0f);
         } else {
             gemm({w, rows, cols, Tk}, false, {x.v, cols, D, Ekv}, false, x.context + i0 * E, E);
+        }
+    }
+}
+
+namespace {
+
+// Bias and mask on one row of a tile: keys j0 .. j0+cols-1 of query i.
+void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
+                   std::size_t j0, const Mask* mask, float fill, const Tensor4* score_bias) {
+    if (score_bias != nullptr) {
+        const float* add = broadcast_row(*score_bias, b, h, i) + j0;
+        for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
+    }
+    if (mask != nullptr) {  // bytes, as in attend_head(): vectorised, no branch
+        const auto* keep = reinterpret_cast<const unsigned char*>(mask_row(*mask, b, h, i)) + j0;
+        for (std::size_t j = 0; j < cols; ++j) row[j] = keep[j] != 0 ? row[j] : fill;
+    }
+}
+
+}  // namespace
+
+void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
+                       const Mask* mask, float fill, const Tensor4* score_bias) {
+    const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
+    const bool may_skip = mask != nullptr && fill == kNegInf;
+    std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
+    float* const kt = x.panels;
+    float* const vp = kt != nullptr ? kt + packed_floats(D, Tk) : nullptr;
+    if (kt != nullptr) {
+        pack_panels(x.k, Ekv, true, D, Tk, kt);
+        pack_panels(x.v, Ekv, false, Tk, D, vp);
+    }
+    // This thread's tile [64, 256], accumulator [64, D], a block's weights
+    // x V [64, D], and each row's running max and sum.
+    thread_local Buffer work;
+    work.resize(kRowBlock * (kKeyBlock + 2 * D + 2));
+    float* const tile = work.data();
+    float* const acc = tile + kRowBlock * kKeyBlock;
+    float* const part = acc + kRowBlock * D;
+    float* const m = part + kRowBlock * D;
+    float* const l = m + kRowBlock;
+    for (std::size_t i0 = 0; i0 < Tq; i0 += kRowBlock) {
+        const std::size_t rows = std::min(kRowBlock, Tq - i0);
+        std::size_t visible = Tk;
+        if (may_skip) {
+            visible = visible_columns(*mask, b, h, i0, rows, Tk);
+            if (visible < Tk) {
+                if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, Ekv);
+                visible = std::max(visible, v_bad);
+            }
+        }
+        std::fill(acc, acc + rows * D, 0.0f);
+        std::fill(m, m + rows, kNegInf);
+        std::fill(l, l + rows, 0.0f);
+        for (std::size_t j0 = 0; j0 < visible; j0 += kKeyBlock) {
+            const std::size_t cols = std::min(kKeyBlock, visible - j0);
+            // 1) this tile's scores: [rows, D] x [D, cols], times 1/sqrt(D)
+            if (kt != nullptr) {
+                packed_gemm(x.q + i0 * E, E, rows, D, kt + j0 * D, D, cols, tile, kKeyBlock,
+                            s.scale);
+            } else {
+                gemm({x.q + i0 * E, rows, D, E}, false, {x.k + j0 * Ekv, cols, D, Ekv}, true,
+                     tile, kKeyBlock, s.scale);
+            }
+            // 2) per row: the new max, the old sum and weighted values
+            //    rescaled by e^{m_old - m_new}, this tile's e^{s - m_new}
+            for (std::size_t r = 0; r < rows; ++r) {
+                float* row = tile + r * kKeyBlock;
+                bias_and_mask(row, cols, b, h, i0 + r, j0, mask, fill, score_bias);
+                float mx = m[r];
+                for (std::size_t j = 0; j < cols; ++j) mx = std::max(mx, row[j]);
+                if (mx == kNegInf) {  // nothing to see yet, unless a NaN hides
+                    bool nan = false;
+                    for (std::size_t j = 0; j < cols; ++j) nan = nan || std::isnan(row[j]);
+                    std::fill(row, row + cols, nan ? NAN : 0.0f);
+                    if (nan) l[r] = NAN;
+                    continue;
+                }
+                const float rescale = std::exp(m[r] - mx);  // 0 while m[r] is -inf
+                l[r] = l[r] * rescale + exp_sum(row, cols, mx);
+                for (std::size_t d = 0; d < D; ++d) acc[r * D + d] *= rescale;
+                m[r] = mx;
+            }
+            // 3) this tile's weights x V: [rows, cols] x [cols, D], added
+            if (vp != nullptr) {
+                packed_gemm(tile, kKeyBlock, rows, cols, vp + j0 * kPanelWidth, Tk, D, part, D,
+                            1.0f);
+            } else {
+                gemm({tile, rows, cols, kKeyBlock}, false, {x.v + j0 * Ekv, cols, D, Ekv}, false,
+                     part, D);
+            }
+            for (std::size_t i = 0; i < rows * D; ++i) acc[i] += part[i];
+        }
+        // 4) divide by the sums. A row with every key masked has weights 0
+        //    and keeps acc: 0, or NaN where 0 met a NaN in V, as attend_head()
+        for (std::size_t r = 0; r < rows; ++r) {
+            float* out = x.context + (i0 + r) * E;
+            const float div = m[r] == kNegInf && !std::isnan(l[r]) ? 1.0f : l[r];
+            for (std::size_t d = 0; d < D; ++d) out[d] = acc[r * D + d] / div;
         }
     }
 }

@@ -20,7 +20,7 @@ struct Head {
     const float* k;  ///< `[Tk, D]`, rows H_kv*D apart
     const float* v;  ///< `[Tk, D]`, rows H_kv*D apart
     float* context;  ///< `[Tq, D]`, rows E apart: columns h*D.. of the merged context
-    float* weights;  ///< `[Tq, Tk]`, contiguous
+    float* weights;  ///< `[Tq, Tk]`, contiguous (unused by attend_head_tiled())
     /// Room for K^T and V packed into panels (panel_floats()), or null when
     /// the products go to BLAS.
     float* panels;
@@ -56,6 +56,23 @@ std::size_t panel_floats(std::size_t Tk, std::size_t D);
 /// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
 void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
                  const Mask* mask, float fill, const Tensor4* score_bias);
+
+/// The same head's context without its weights, in tiles: each block of
+/// query rows walks the keys a block at a time with a running max and sum
+/// per row, rescaling its accumulated weights x V by \f$e^{m_{old} - m_{new}}\f$
+/// as the max grows (the online softmax, mha::tiled_attention()). At most a
+/// `[64, 256]` tile of scores exists; key blocks a causal mask hides are
+/// skipped whole. The same context as attend_head() within float rounding,
+/// with its policy for fully masked rows and NaN.
+/// @param x    the head's blocks; x.weights is not used
+/// @param b    the sequence, for the mask and the score bias
+/// @param h    the head, for the mask and the score bias
+/// @param s    the sizes
+/// @param mask nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
+/// @param fill what masked scores become
+/// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
+void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
+                       const Mask* mask, float fill, const Tensor4* score_bias);
 
 /// @}
 

@@ -88,10 +88,16 @@ void attend_heads(const Job& job, const Rows& rows, std::size_t b0, std::size_t 
                             rows.k + b * Tk * Ekv + g * D,      // [Tk, D], rows Ekv apart
                             rows.v + b * Tk * Ekv + g * D,      // [Tk, D]
                             rows.context + b * Tq * E + h * D,  // [Tq, D]
-                            &job.out.weights(b0 + b, h, 0, 0),  // [Tq, Tk]
+                            job.in.weights ? &job.out.weights(b0 + b, h, 0, 0) : nullptr,
                             job.packed ? panels.data() : nullptr};
-            attend_head(head, b0 + b, h, job.head, job.in.mask, job.in.fill,
-                        job.in.score_bias);
+            // Without weights to return, the online softmax: no [Tq, Tk] block
+            if (job.in.weights) {
+                attend_head(head, b0 + b, h, job.head, job.in.mask, job.in.fill,
+                            job.in.score_bias);
+            } else {
+                attend_head_tiled(head, b0 + b, h, job.head, job.in.mask, job.in.fill,
+                                  job.in.score_bias);
+            }
         }
     });
 }
@@ -127,7 +133,8 @@ void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool 
     if (in.score_bias != nullptr) check_score_bias(*in.score_bias, B, H, Tq, Tk);
     keep_freed_memory();  // so that the next call gets these blocks back
 
-    resize_to(t.weights, {B, H, Tq, Tk});
+    if (in.weights) resize_to(t.weights, {B, H, Tq, Tk});
+    else t.weights = Tensor4();
     resize_to(t.output, {B, Tq, E});
     if (keep) {
         resize_to(t.q, {B, Tq, E});

@@ -22,9 +22,11 @@ struct Call {
     const Mask* mask;           ///< nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`
     float fill;                 ///< what masked scores become
     const Tensor4* score_bias;  ///< nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`
+    bool weights = true;        ///< false: the tiled path, no `[B, H, Tq, Tk]` weights
 };
 
-/// The forward of @p m into @p t: its output and weights always, and with
+/// The forward of @p m into @p t: its output always, its weights unless
+/// the call says not (then they are left empty), and with
 /// @p keep its projections and context too (otherwise those exist only a
 /// chunk of the batch at a time, in a small buffer per worker, and t's are
 /// left empty). t's tensors keep their memory when their shapes fit.

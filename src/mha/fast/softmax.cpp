@@ -9,19 +9,30 @@ namespace mha::fast {
 
 #if defined(MHA_AVX2_KERNEL)
 void softmax_row_avx2(float* row, std::size_t n);  // softmax_avx2.cpp
+float exp_sum_avx2(float* row, std::size_t n, float max);
+
+namespace {
+// 8 lanes instead of 4: about three times faster on long rows here. Asked
+// at the first call, not at start-up, when the processor is known.
+bool avx2() {
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return yes;
+}
+}  // namespace
 #endif
 
 void softmax_row(float* row, std::size_t n) {
 #if defined(MHA_AVX2_KERNEL)
-    // 8 lanes instead of 4: about three times faster on long rows here.
-    static const bool avx2 =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2) {
-        softmax_row_avx2(row, n);
-        return;
-    }
+    if (avx2()) return softmax_row_avx2(row, n);
 #endif
     softmax_row_kernel(row, n);
+}
+
+float exp_sum(float* row, std::size_t n, float max) {
+#if defined(MHA_AVX2_KERNEL)
+    if (avx2()) return exp_sum_avx2(row, n, max);
+#endif
+    return exp_sum_kernel(row, n, max);
 }
 
 }  // namespace mha::fast

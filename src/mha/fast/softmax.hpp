@@ -19,6 +19,14 @@ namespace mha::fast {
 /// @param n   Tk, the number of keys
 void softmax_row(float* row, std::size_t n);
 
+/// The step the softmax and the tiled attention share: row[j] becomes
+/// \f$e^{row_j - max}\f$, with the same e^x, and the sum is returned.
+/// @param row @p n scores in, their exponentials out
+/// @param n   how many
+/// @param max a finite number at least every score (NaN scores give NaN)
+/// @return    the sum of the exponentials
+float exp_sum(float* row, std::size_t n, float max);
+
 /// @}
 
 }  // namespace mha::fast

@@ -8,4 +8,6 @@ namespace mha::fast {
 
 void softmax_row_avx2(float* row, std::size_t n) { softmax_row_kernel(row, n); }
 
+float exp_sum_avx2(float* row, std::size_t n, float max) { return exp_sum_kernel(row, n, max); }
+
 }  // namespace mha::fast

@@ -86,6 +86,27 @@ inline F exp_nonpositive(F x) {
     return p * two_k;
 }
 
+// row[j] = e^{row[j] - max} for a finite max at least every score, and
+// their sum; the step the softmax and the tiled attention share.
+float exp_sum_kernel(float* row, std::size_t n, float max) {
+    // One vector per step: the exp's own work keeps the core busy, and the
+    // constants and the sum then all fit in registers (with two vectors
+    // per step, the sums went to the stack and each step waited on them).
+    F s = F{};
+    std::size_t j = 0;
+    for (; j + W <= n; j += W) {
+        const F e = exp_nonpositive(load(row + j) - max);
+        store(row + j, e);
+        s += e;
+    }
+    float sum = fold(s, [](float a, float b) { return a + b; });
+    for (; j < n; ++j) {  // the last few, one lane used
+        row[j] = exp_nonpositive(splat(row[j] - max))[0];
+        sum += row[j];
+    }
+    return sum;
+}
+
 void softmax_row_kernel(float* row, std::size_t n) {
     // The max, two vectors per step: two independent chains of compares.
     std::size_t j = 0;
@@ -108,21 +129,7 @@ void softmax_row_kernel(float* row, std::size_t n) {
     }
     // Subtracting the max changes nothing mathematically; it keeps exp()
     // from overflowing (exp(89) is already inf in float).
-    // One vector per step: the exp's own work keeps the core busy, and the
-    // constants and the sum then all fit in registers (with two vectors
-    // per step, the sums went to the stack and each step waited on them).
-    F s = F{};
-    for (j = 0; j + W <= n; j += W) {
-        const F e = exp_nonpositive(load(row + j) - max);
-        store(row + j, e);
-        s += e;
-    }
-    float sum = fold(s, [](float a, float b) { return a + b; });
-    for (; j < n; ++j) {  // the last few, one lane used
-        row[j] = exp_nonpositive(splat(row[j] - max))[0];
-        sum += row[j];
-    }
-    const float inv = 1.0f / sum;
+    const float inv = 1.0f / exp_sum_kernel(row, n, max);
     for (j = 0; j < n; ++j) row[j] *= inv;
 }
 
