@@ -3,7 +3,10 @@
 // are [2, 5, 12] float32 inputs for the causal_and_padding parity case
 // (E = 12). With CASE (that parity case's folder) it also writes its
 // weights as nn.MultiheadAttention saves them (DIR/mha) and in each
-// article's state_dict layout (DIR/four_linear, DIR/handwritten), a folder
+// article's state_dict layout (DIR/four_linear, DIR/handwritten) and in
+// current models' names (DIR/current: q_proj, k_proj, v_proj, o_proj); a
+// grouped-query module with one kv head in those names without biases
+// (DIR/gqa: k_proj [4, 12]), a folder
 // with two layouts (DIR/both), one with none (DIR/none), a [5, 5] tril
 // keep-mask as float (DIR/tril.npy), one of the wrong size (DIR/tril_4.npy),
 // a bool [4, 4] attn_mask (DIR/mask_4x4.npy), a rank-4 input (rank4.npy) and
@@ -34,12 +37,12 @@ void write(const std::string& path, const std::string& bytes) {
 
 // The module's layers under the four state_dict names of an article's class.
 void save_linears(const mha::MultiHeadAttention& m, const std::string& dir,
-                  const char* const names[4]) {
+                  const char* const names[4], bool biases = true) {
     std::filesystem::create_directories(dir);
     const mha::Linear* layers[4] = {&m.wq, &m.wk, &m.wv, &m.w_o};
     for (int l = 0; l < 4; ++l) {
         mha::save_npy(dir + "/" + names[l] + ".weight.npy", layers[l]->weight);
-        mha::save_npy(dir + "/" + names[l] + ".bias.npy", layers[l]->bias);
+        if (biases) mha::save_npy(dir + "/" + names[l] + ".bias.npy", layers[l]->bias);
     }
 }
 
@@ -83,6 +86,10 @@ int main(int argc, char** argv) {
         const char* const hand[4] = {"w_q", "w_k", "w_v", "w_combine"};
         save_linears(m, dir + "/four_linear", four);
         save_linears(m, dir + "/handwritten", hand);
+        const char* const current[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+        save_linears(m, dir + "/current", current);
+        const mha::MultiHeadAttention gqa(12, 3, 1, mha::Init::xavier(7));
+        save_linears(gqa, dir + "/gqa", current, false);
         save_linears(m, dir + "/both", four);
         save_linears(m, dir + "/both", hand);
         std::filesystem::create_directories(dir + "/none");

@@ -8,7 +8,8 @@
 // --value it is self-attention. Masks come in PyTorch's polarity (True = not
 // allowed; a float attn_mask is added to the scores) or the articles' (1 =
 // may attend). Writes OUT/output.npy [B, Tq, E] and OUT/attn_weights.npy
-// [B, H, Tq, Tk], one set of weights per head. A query whose keys are all
+// [B, H, Tq, Tk], one set of weights per head (only output.npy with
+// --no-weights or --incremental). A query whose keys are all
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
 // Bad input: one line on stderr naming the file and the shapes, exit 2.
 #include <unistd.h>
@@ -24,14 +25,17 @@
 #include <stdexcept>
 #include <string>
 
+#include <xtensor/xview.hpp>
+
 #include "mha/attention.hpp"
+#include "mha/kv_cache.hpp"
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
 
 namespace {
 
 const char* const kUsage = R"(usage: mha_forward --weights DIR --num-heads H --query Q.npy --out DIR
-                   [--key K.npy --value V.npy] [masks] [--fill F]
+                   [--key K.npy --value V.npy] [masks] [--fill F] [more]
 
   --weights DIR   a state_dict saved as one .npy file per entry, one of
                     nn.MultiheadAttention: in_proj_weight, in_proj_bias,
@@ -39,6 +43,8 @@ const char* const kUsage = R"(usage: mha_forward --weights DIR --num-heads H --q
                     the four-linear-layers article: wq, wk, wv, fc_out,
                       each .weight [E, E] and .bias [E]
                     the handwritten-course article: w_q, w_k, w_v, w_combine
+                    current models: q_proj, k_proj, v_proj, o_proj, .bias
+                      optional; k_proj, v_proj [G*D, E] with --num-kv-heads
   --num-heads H   heads; H must divide E
   --query Q.npy   [B, Tq, E], batch first, float32 (or float64)
   --key K.npy     [B, Tk, E], with --value, for cross-attention
@@ -52,6 +58,11 @@ masks, the articles' polarity (1 = may attend):
   --causal           torch.tril: query i sees keys 0..i
   --fill F           what masked scores become: -inf (default), or -1e10 as
                      the four-linear-layers article fills
+more:
+  --num-kv-heads G   grouped-query attention: G key/value heads, G divides H
+  --no-weights       need_weights=False: tiled, writes only output.npy
+  --incremental      self-attention a position at a time through a KV cache,
+                     causal by construction (no other mask); only output.npy
 )";
 
 struct Bad : std::invalid_argument {
@@ -61,8 +72,8 @@ struct Bad : std::invalid_argument {
 // Flags that take a value, and those that do not.
 const char* const kValued[] = {"--weights", "--num-heads", "--query", "--key", "--value",
                                "--attn-mask", "--key-padding-mask", "--keep-mask",
-                               "--fill", "--out"};
-const char* const kSwitches[] = {"--causal"};
+                               "--fill", "--out", "--num-kv-heads"};
+const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental"};
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
     std::map<std::string, std::string> args;
@@ -86,15 +97,21 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
         if (!args.count(need)) throw Bad(std::string("missing ") + need + " (try --help)");
     if (args.count("--key") != args.count("--value"))
         throw Bad("--key and --value go together: both, or neither for self-attention");
+    if (args.count("--incremental")) {
+        if (args.count("--key")) throw Bad("--incremental is self-attention: no --key, --value");
+        for (const char* mask : {"--attn-mask", "--key-padding-mask", "--keep-mask"})
+            if (args.count(mask))
+                throw Bad(std::string("--incremental is causal by construction: no ") + mask);
+    }
     return args;
 }
 
-std::size_t parse_heads(const std::string& text) {
+std::size_t parse_heads(const std::string& flag, const std::string& text) {
     errno = 0;
     char* end = nullptr;
     const long long v = std::strtoll(text.c_str(), &end, 10);
     if (end == text.c_str() || *end != '\0' || errno == ERANGE || v < 1 || v > 1 << 20)
-        throw Bad("--num-heads must be a whole number from 1, not '" + text + "'");
+        throw Bad(flag + " must be a whole number from 1, not '" + text + "'");
     return static_cast<std::size_t>(v);
 }
 
@@ -117,6 +134,19 @@ mha::Tensor3 load_input(const std::string& path, const std::string& what, std::s
     return x;
 }
 
+// Self-attention one position at a time: each decode() step attends to the
+// positions before it through the cache, which is what a causal mask does.
+mha::Tensor3 incremental(const mha::MultiHeadAttention& m, const mha::Tensor3& x) {
+    const std::size_t B = x.shape(0), T = x.shape(1), E = x.shape(2);
+    mha::KVCache cache = mha::make_cache(m, B, T);   // K, V [B, H_kv, T, D]
+    mha::Tensor3 y = mha::Tensor3::from_shape({B, T, E});
+    for (std::size_t t = 0; t < T; ++t) {
+        const mha::Tensor3 x_t = xt::view(x, xt::all(), xt::range(t, t + 1));  // [B, 1, E]
+        xt::view(y, xt::all(), xt::range(t, t + 1)) = m.decode(x_t, cache);
+    }
+    return y;
+}
+
 void make_out_dir(const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -132,9 +162,11 @@ int main(int argc, char** argv) {
         const auto at = [&](const char* flag) {
             return args.count(flag) ? args.at(flag) : std::string();
         };
-        const std::size_t H = parse_heads(args.at("--num-heads"));
+        const std::size_t H = parse_heads("--num-heads", args.at("--num-heads"));
+        const std::size_t H_kv =
+            args.count("--num-kv-heads") ? parse_heads("--num-kv-heads", at("--num-kv-heads")) : H;
         const float fill = args.count("--fill") ? parse_fill(args.at("--fill")) : mha::kNegInf;
-        const mha::MultiHeadAttention m = mha::load_state_dict(args.at("--weights"), H);
+        const mha::MultiHeadAttention m = mha::load_state_dict(args.at("--weights"), H, H_kv);
         const std::size_t E = m.embed_dim();
         const mha::Tensor3 q = load_input(args.at("--query"), "query", E);
         const bool cross = args.count("--key") > 0;
@@ -156,13 +188,23 @@ int main(int argc, char** argv) {
         if (args.count("--keep-mask")) add(mha::load_keep_mask(at("--keep-mask"), B, H, Tq, Tk));
         if (args.count("--causal")) add(mha::causal_mask(Tq, Tk));
         make_out_dir(args.at("--out"));
-        const mha::AttentionOutput out =
+        const std::string out = args.at("--out");
+        if (args.count("--incremental") || args.count("--no-weights")) {
+            const mha::Tensor3 y = args.count("--incremental")
+                                       ? incremental(m, q)
+                                       : m.forward_no_weights(q, k, v, keep ? &*keep : nullptr,
+                                                              fill, masks.bias_ptr());
+            mha::save_npy(out + "/output.npy", y);
+            std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
+                        mha::shape_of(y).c_str());
+            return 0;
+        }
+        const mha::AttentionOutput o =
             m.forward(q, k, v, keep ? &*keep : nullptr, fill, masks.bias_ptr());
-        mha::save_npy(args.at("--out") + "/output.npy", out.output);
-        mha::save_npy(args.at("--out") + "/attn_weights.npy", out.weights);
-        std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n",
-                    args.at("--out").c_str(), mha::shape_of(out.output).c_str(),
-                    mha::shape_of(out.weights).c_str());
+        mha::save_npy(out + "/output.npy", o.output);
+        mha::save_npy(out + "/attn_weights.npy", o.weights);
+        std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n", out.c_str(),
+                    mha::shape_of(o.output).c_str(), mha::shape_of(o.weights).c_str());
         return 0;
     } catch (const Bad& e) {
         if (std::string(e.what()) == "help") {

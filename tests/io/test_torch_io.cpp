@@ -171,6 +171,37 @@ TEST_CASE("load_state_dict: nn.MultiheadAttention's and both articles' layouts")
     fs::remove_all(dir);
 }
 
+TEST_CASE("load_state_dict: current models' q_proj .. o_proj, grouped heads, biases optional") {
+    const fs::path dir = fs::temp_directory_path() / "mha_test_current";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    mha::Rng rng(9);
+    mha::MultiHeadAttention m(16, 4, 2, mha::Init::xavier(9));  // k_proj, v_proj [8, 16]
+    m.w_o.bias.fill(0.0f);  // as Qwen: biases on q, k, v only
+    const std::pair<const char*, const mha::Linear*> layers[] = {
+        {"q_proj", &m.wq}, {"k_proj", &m.wk}, {"v_proj", &m.wv}, {"o_proj", &m.w_o}};
+    for (const auto& [name, l] : layers) {
+        mha::save_npy((dir / (std::string(name) + ".weight.npy")).string(), l->weight);
+        if (l != &m.w_o) mha::save_npy((dir / (std::string(name) + ".bias.npy")).string(), l->bias);
+    }
+    const mha::Tensor3 x = mha::randn(2, 5, 16, rng);
+    const mha::MultiHeadAttention back = mha::load_state_dict(dir.string(), 4, 2);
+    CHECK(back.num_kv_heads() == 2);
+    CHECK(mha::max_abs_diff(back.forward(x, x, x).output, m.forward(x, x, x).output) == 0.0);
+    CHECK_THROWS_WITH_AS(mha::load_state_dict(dir.string(), 4),  // H_kv not given
+                         doctest::Contains("k_proj.weight.npy: [8, 16], not [E, E] = [16, 16] "
+                                           "(--num-kv-heads?)"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::load_state_dict(dir.string(), 4, 3),
+                         doctest::Contains("num_kv_heads 3 does not divide num_heads 4"),
+                         std::invalid_argument);
+    mha::save_npy((dir / "v_proj.bias.npy").string(), mha::Tensor1::from_shape({16}));
+    CHECK_THROWS_WITH_AS(mha::load_state_dict(dir.string(), 4, 2),
+                         doctest::Contains("v_proj.bias.npy: [16], not [H_kv*D] = [8]"),
+                         std::invalid_argument);
+    fs::remove_all(dir);
+}
+
 TEST_CASE("save_torch_mha: nn.MultiheadAttention's layout has no grouped heads") {
     CHECK_THROWS_WITH_AS(mha::save_torch_mha(mha::MultiHeadAttention(16, 4, 2), "/tmp"),
                          doctest::Contains("has 2 kv heads for 4"), std::invalid_argument);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <vector>
 
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
 #include "mha/io/npy.hpp"
@@ -61,40 +62,60 @@ namespace {
 struct LinearLayout {
     const char* who;
     const char* names[4];  // wq, wk, wv, w_o
+    bool bias_optional;    // current models often have none (Llama) or some (Qwen)
 };
 constexpr LinearLayout kLinearLayouts[] = {
-    {"the four-linear-layers article", {"wq", "wk", "wv", "fc_out"}},
-    {"the handwritten-course article", {"w_q", "w_k", "w_v", "w_combine"}},
+    {"the four-linear-layers article", {"wq", "wk", "wv", "fc_out"}, false},
+    {"the handwritten-course article", {"w_q", "w_k", "w_v", "w_combine"}, false},
+    {"current models (Llama, Mistral, Qwen)", {"q_proj", "k_proj", "v_proj", "o_proj"}, true},
 };
 
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
+// wq [E, E] first, which gives E and so the module; then wk and wv
+// [H_kv * D, E] and w_o [E, E], each with its bias (or zeros, where the
+// layout may leave it out).
 MultiHeadAttention load_linears(const std::string& dir, const LinearLayout& layout,
-                                std::size_t num_heads) {
-    Linear layers[4];
-    std::size_t E = 0;
+                                std::size_t num_heads, std::size_t num_kv_heads) {
+    const std::string first = dir + "/" + layout.names[0] + ".weight.npy";
+    const NpyInfo info = npy_info(first);
+    if (info.shape.size() != 2) (void)load_npy_float(first, "weight [E, E]", 2);  // its line
+    const std::size_t E = info.shape[1];
+    if (E == 0) fail(first + ": the weight has no columns");
+    MultiHeadAttention m(E, num_heads, num_kv_heads, Init::zero());
+    Linear* layers[4] = {&m.wq, &m.wk, &m.wv, &m.w_o};
     for (int l = 0; l < 4; ++l) {
         const std::string stem = dir + "/" + layout.names[l];
-        const xt::xarray<float> w = load_npy_float(stem + ".weight.npy", "weight [E, E]", 2);
-        if (l == 0) E = w.shape(0);
-        if (w.shape(0) != E || w.shape(1) != E) {
-            fail(stem + ".weight.npy: " + shape_of(w) + ", not [E, E] = " + sizes(E, E));
+        const bool kv = l == 1 || l == 2;  // k_proj, v_proj: [H_kv * D, E]
+        const std::size_t rows = kv ? m.kv_dim() : E;
+        const bool grouped = kv && rows != E;  // how the sizes are named
+        const xt::xarray<float> w = load_npy_float(stem + ".weight.npy", "weight", 2);
+        if (w.shape(0) != rows || w.shape(1) != E) {
+            const bool other_kv = kv && rows == E && w.shape(1) == E;  // no H_kv given
+            fail(stem + ".weight.npy: " + shape_of(w) + ", not " +
+                 (grouped ? "[H_kv*D, E] = " : "[E, E] = ") + sizes(rows, E) +
+                 (other_kv ? " (--num-kv-heads?)" : ""));
         }
-        const xt::xarray<float> b = load_npy_float(stem + ".bias.npy", "bias [E]", 1);
-        if (b.shape(0) != E) {
-            fail(stem + ".bias.npy: " + shape_of(b) + ", not [E] = [" + std::to_string(E) + "]");
+        layers[l]->weight = w;
+        if (layout.bias_optional && !exists(stem + ".bias.npy")) {  // bias=False
+            layers[l]->bias = xt::zeros<float>({rows});
+            continue;
         }
-        layers[l].weight = w;
-        layers[l].bias = b;
+        const xt::xarray<float> b = load_npy_float(stem + ".bias.npy", "bias", 1);
+        if (b.shape(0) != rows) {
+            fail(stem + ".bias.npy: " + shape_of(b) + ", not " + (grouped ? "[H_kv*D]" : "[E]") +
+                 " = [" + std::to_string(rows) + "]");
+        }
+        layers[l]->bias = b;
     }
-    MultiHeadAttention m(E, num_heads, Init::zero());
-    m.wq = layers[0], m.wk = layers[1], m.wv = layers[2], m.w_o = layers[3];
     return m;
 }
 
 }  // namespace
 
-MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads) {
+MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads,
+                                   std::size_t num_kv_heads) {
+    if (num_kv_heads == 0) num_kv_heads = num_heads;
     std::vector<std::string> found;  // the first file of each layout present
     const bool mha = exists(dir + "/in_proj_weight.npy");
     if (mha) found.push_back("in_proj_weight.npy");
@@ -106,12 +127,16 @@ MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads
         }
     }
     if (found.empty()) {
-        fail(dir + ": no state_dict: no in_proj_weight.npy, wq.weight.npy or w_q.weight.npy");
+        fail(dir + ": no state_dict: no in_proj_weight.npy, wq.*, w_q.* or q_proj.* files");
     }
     if (found.size() > 1) {
         fail(dir + ": two state_dicts, " + found[0] + " and " + found[1] + ": keep one");
     }
-    return mha ? load_torch_mha(dir, num_heads) : load_linears(dir, *linears, num_heads);
+    if (mha && num_kv_heads != num_heads) {
+        fail(dir + ": nn.MultiheadAttention has no grouped heads (use q_proj.* files)");
+    }
+    return mha ? load_torch_mha(dir, num_heads)
+               : load_linears(dir, *linears, num_heads, num_kv_heads);
 }
 
 void save_torch_mha(const MultiHeadAttention& m, const std::string& dir) {

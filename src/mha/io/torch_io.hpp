@@ -29,13 +29,18 @@ MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads)
 /// - the four-linear-layers article's class: wq, wk, wv, fc_out, each
 ///   `.weight` `[E, E]` and `.bias` `[E]`;
 /// - the handwritten-course article's class: w_q, w_k, w_v, w_combine, the
-///   same.
-/// @param dir       the folder
-/// @param num_heads H; it must divide E
+///   same;
+/// - the names of current models' attention (Llama, Mistral, Qwen): q_proj,
+///   k_proj, v_proj, o_proj, with k_proj and v_proj `[H_kv * D, E]` under
+///   grouped-query attention, and each `.bias` optional (zeros without).
+/// @param dir          the folder
+/// @param num_heads    H; it must divide E
+/// @param num_kv_heads H_kv, dividing H; 0 means H (no grouping)
 /// @return the module with those weights
 /// @throws std::invalid_argument when the folder holds none of the layouts
 ///         or more than one (naming what it looked for), or a file is bad.
-MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads);
+MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads,
+                                   std::size_t num_kv_heads = 0);
 
 /// Writes @p m as the four state_dict files load_torch_mha() reads.
 /// @param m   the module, without grouped heads (H_kv = H)
