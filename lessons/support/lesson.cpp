@@ -229,7 +229,8 @@ const char* meaning(const std::string& symbol) {
     static const std::map<std::string, const char*> words = {
         {"B", "sequences"}, {"T", "time steps"}, {"Tq", "queries"}, {"Tk", "keys"},
         {"E", "numbers per token"}, {"H", "heads"}, {"D", "numbers per head"},
-        {"L", "positions cached"}, {"H_kv", "key/value heads"}};
+        {"L", "positions cached"}, {"H_kv", "key/value heads"},
+        {"Bq", "queries per block"}, {"Bk", "keys per block"}};
     const auto it = words.find(symbol);
     return it != words.end() ? it->second : "";
 }
