@@ -123,6 +123,20 @@ AttentionOutput MultiHeadAttention::forward(const Tensor3& query, const Tensor3&
     return {std::move(t.output), std::move(t.weights)};
 }
 
+AttentionOutput MultiHeadAttention::forward(const Tensor3& query, const Tensor3& key,
+                                            const Tensor3& value, Causal) const {
+    ForwardTrace t;
+    fast::forward(*this, {query, key, value, nullptr, kNegInf, nullptr, true, true}, t, false);
+    return {std::move(t.output), std::move(t.weights)};
+}
+
+Tensor3 MultiHeadAttention::forward_no_weights(const Tensor3& query, const Tensor3& key,
+                                               const Tensor3& value, Causal) const {
+    ForwardTrace t;
+    fast::forward(*this, {query, key, value, nullptr, kNegInf, nullptr, false, true}, t, false);
+    return std::move(t.output);
+}
+
 Tensor3 MultiHeadAttention::forward_no_weights(const Tensor3& query, const Tensor3& key,
                                                const Tensor3& value, const Mask* mask,
                                                float fill, const Tensor4* score_bias) const {

@@ -117,6 +117,14 @@ public:
                             float fill = kNegInf,
                             const Tensor4* score_bias = nullptr) const;
 
+    /// forward() under the causal mask without the mask tensor:
+    /// `forward(query, key, value, mha::causal)` gives what
+    /// `forward(query, key, value, &causal_mask(Tq, Tk))` gives.
+    /// @param query, key, value as for forward()
+    /// @return output `[B, Tq, E]` and weights `[B, H, Tq, Tk]`
+    AttentionOutput forward(const Tensor3& query, const Tensor3& key,
+                            const Tensor3& value, Causal) const;
+
     /// forward() without the weights, as PyTorch's `need_weights=False`: the
     /// engine then walks the keys a tile at a time with the online softmax
     /// (tiled_attention() in online_softmax.hpp shows how), so the
@@ -128,6 +136,13 @@ public:
                                const Tensor3& value, const Mask* mask = nullptr,
                                float fill = kNegInf,
                                const Tensor4* score_bias = nullptr) const;
+
+    /// forward_no_weights() under the causal mask, without the mask tensor:
+    /// memory that grows with T only (mha_bench --long measures it).
+    /// @param query, key, value as for forward()
+    /// @return output `[B, Tq, E]`
+    Tensor3 forward_no_weights(const Tensor3& query, const Tensor3& key,
+                               const Tensor3& value, Causal) const;
 
     /// forward() into @p out, which keeps its memory when its shapes already
     /// fit: a loop over batches of one shape allocates nothing after the

@@ -26,6 +26,14 @@ inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 /// @return   `[1, 1, Tq, Tk]`
 Mask causal_mask(std::size_t tq, std::size_t tk);
 
+/// The causal mask without its `[Tq, Tk]` bools: what causal_mask(Tq, Tk)
+/// says, worked out where it is used, as PyTorch 2's `is_causal=True`.
+/// forward() and forward_no_weights() take it in place of a mask: at
+/// T = 16384 the bools alone would be 268 MB.
+struct Causal {};
+/// The one value of Causal: `m.forward(x, x, x, mha::causal)`.
+inline constexpr Causal causal{};
+
 /// Padding mask from per-sequence lengths: in sequence b, key j is real
 /// when j < lengths[b]; the rest is padding.
 /// @param lengths `[B]`, each in 0..tk (0 masks every key of that sequence)

@@ -121,6 +121,44 @@ TEST_CASE("forward_no_weights equals the oracle across its tiles, with GQA, bias
     CHECK(!xt::any(xt::isnan(m.forward_no_weights(clean, clean, clean, &causal))));
 }
 
+TEST_CASE("mha::causal gives what the causal mask tensor gives, bit for bit, without it") {
+    struct Shape {
+        std::size_t B, Tq, Tk, E, H, H_kv;
+    };
+    // Tq != Tk both ways (query i sees keys 0..i, as causal_mask), one row,
+    // blocks of 16 and 64 rows and tiles of 256 keys, chunks, GQA.
+    std::uint64_t seed = 900;
+    for (const Shape& c : {Shape{1, 1, 1, 8, 2, 2}, Shape{2, 5, 9, 12, 3, 3},
+                           Shape{2, 9, 5, 12, 3, 1}, Shape{70, 17, 17, 8, 2, 1},
+                           Shape{1, 300, 300, 16, 4, 2}, Shape{1, 600, 600, 8, 2, 2},
+                           Shape{2, 130, 513, 16, 4, 4}}) {
+        CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H_kv);
+        mha::Rng rng(++seed);
+        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+        const mha::Tensor3 q = mha::randn(c.B, c.Tq, c.E, rng);
+        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+        const mha::Mask tril = mha::causal_mask(c.Tq, c.Tk);
+        const auto with_mask = m.forward(q, kv, kv, &tril);
+        const auto flag = m.forward(q, kv, kv, mha::causal);
+        CHECK(mha::max_abs_diff(flag.output, with_mask.output) == 0.0);
+        CHECK(mha::max_abs_diff(flag.weights, with_mask.weights) == 0.0);
+        const mha::Tensor3 tiled = m.forward_no_weights(q, kv, kv, mha::causal);
+        CHECK(mha::max_abs_diff(tiled, m.forward_no_weights(q, kv, kv, &tril)) == 0.0);
+        const auto ref = mha::reference_forward(m, q, kv, kv, &tril);
+        CHECK(mha::max_abs_diff(tiled, ref.output) < kTol);
+    }
+    // and it is causal: the future cannot change the past
+    mha::Rng rng(990);
+    const mha::MultiHeadAttention m(16, 4, mha::Init::xavier(990));
+    mha::Tensor3 x = mha::randn(1, 300, 16, rng);
+    const mha::Tensor3 before = m.forward_no_weights(x, x, x, mha::causal);
+    x(0, 299, 5) += 1.0f;
+    const mha::Tensor3 after = m.forward_no_weights(x, x, x, mha::causal);
+    CHECK(mha::max_abs_diff(xt::view(before, 0, xt::range(0, 299)),
+                            xt::view(after, 0, xt::range(0, 299))) == 0.0);
+    CHECK(mha::max_abs_diff(before, after) > 1e-4);
+}
+
 TEST_CASE("forward with an additive score bias equals the oracle" *
           doctest::test_suite("oracle")) {
     mha::Rng rng(61);

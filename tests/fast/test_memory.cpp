@@ -93,3 +93,23 @@ TEST_CASE("memory: release_kept_memory hands the kept blocks back") {
     CAPTURE(released);
     CHECK(kept - released > 32.0);  // most of the 67 MB of weights
 }
+
+TEST_CASE("memory: the heap does not grow call after call (blocks of one size fit again)") {
+    if (!mha::fast::keep_freed_memory()) {
+        MESSAGE("freed memory is not kept here: nothing to test");
+        return;
+    }
+    // Each call takes 16.8 MB of chunk rows and frees them. With aligned
+    // new (memalign) the freed block was just too small for the next
+    // request: resident memory rose by about that much on most calls.
+    mha::Rng rng(8);
+    const mha::MultiHeadAttention m(512, 8, mha::Init::xavier(8));
+    const mha::Tensor3 x = mha::randn(1, 2048, 512, rng);
+    for (int i = 0; i < 2; ++i) (void)m.forward_no_weights(x, x, x, mha::causal);
+    const double settled = resident_mb();
+    for (int i = 0; i < 6; ++i) (void)m.forward_no_weights(x, x, x, mha::causal);
+    const double later = resident_mb();
+    CAPTURE(settled);
+    CAPTURE(later);
+    CHECK(later - settled < 8.0);
+}

@@ -73,6 +73,45 @@ std::size_t past_last_nonfinite(const float* v, std::size_t Tk, std::size_t D,
     return 0;
 }
 
+// The key columns a block of query rows i0 .. i0+rows-1 computes: all Tk,
+// or, where masked weights are exactly 0 (a mask under the -inf fill, the
+// causal limit), up to the last key one of its rows sees; never short of a
+// NaN or Inf in V (v_bad, found on first need), which 0 weights must meet.
+std::size_t block_columns(const Head& x, std::size_t b, std::size_t h, std::size_t i0,
+                          std::size_t rows, const HeadSizes& s, const Mask* mask, float fill,
+                          std::size_t& v_bad) {
+    const std::size_t Tk = s.Tk;
+    std::size_t cols = Tk;
+    if (mask != nullptr && fill == kNegInf) cols = visible_columns(*mask, b, h, i0, rows, Tk);
+    if (s.causal != kNotCausal) cols = std::min(cols, std::min(Tk, i0 + rows + s.causal));
+    if (cols < Tk) {
+        if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, s.D, s.Ekv);
+        cols = std::max(cols, v_bad);
+    }
+    return cols;
+}
+
+// Bias, mask and the causal limit on one row: keys j0 .. j0+cols-1 of query i.
+void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
+                   std::size_t j0, const HeadSizes& s, const Mask* mask, float fill,
+                   const Tensor4* score_bias) {
+    if (score_bias != nullptr) {
+        const float* add = broadcast_row(*score_bias, b, h, i) + j0;
+        for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
+    }
+    if (mask != nullptr) {
+        // The bools read as bytes (which they are): the compiler then does
+        // 16 at a time without a branch, which it does not for bool, and a
+        // branch mispredicted at every row's diagonal.
+        const auto* keep = reinterpret_cast<const unsigned char*>(mask_row(*mask, b, h, i)) + j0;
+        for (std::size_t j = 0; j < cols; ++j) row[j] = keep[j] != 0 ? row[j] : fill;
+    }
+    if (s.causal != kNotCausal) {  // keys past i + causal
+        const std::size_t last = i + s.causal;  // the last key query i sees
+        for (std::size_t j = last + 1 > j0 ? last + 1 - j0 : 0; j < cols; ++j) row[j] = kNegInf;
+    }
+}
+
 }  // namespace
 
 std::size_t panel_floats(std::size_t Tk, std::size_t D) {
@@ -83,7 +122,7 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
                  const Mask* mask, float fill, const Tensor4* score_bias) {
     const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
     // Masked columns can be skipped only when they get exactly 0 weight.
-    const bool may_skip = mask != nullptr && fill == kNegInf;
+    const bool may_skip = (mask != nullptr && fill == kNegInf) || s.causal != kNotCausal;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
     // K^T and V, packed once for all of this head's query blocks.
     float* const kt = x.panels;
@@ -96,14 +135,8 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
     for (std::size_t i0 = 0; i0 < Tq; i0 += block) {
         const std::size_t rows = std::min(block, Tq - i0);
         float* w = x.weights + i0 * Tk;  // [rows, Tk]
-        std::size_t cols = Tk;           // key columns this block computes
-        if (may_skip) {
-            cols = visible_columns(*mask, b, h, i0, rows, Tk);
-            if (cols < Tk) {
-                if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, Ekv);
-                cols = std::max(cols, v_bad);
-            }
-        }
+        // key columns this block computes
+        const std::size_t cols = block_columns(x, b, h, i0, rows, s, mask, fill, v_bad);
         if (cols == 0) {  // every key masked for every row: attend to nothing
             std::fill(w, w + rows * Tk, 0.0f);
             for (std::size_t r = 0; r < rows; ++r)
@@ -119,18 +152,7 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
         // 2) bias, mask and softmax, one query row at a time
         for (std::size_t i = i0; i < i0 + rows; ++i) {
             float* row = w + (i - i0) * Tk;
-            if (score_bias != nullptr) {
-                const float* add = broadcast_row(*score_bias, b, h, i);
-                for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
-            }
-            if (mask != nullptr) {
-                // The bools read as bytes (which they are): the compiler then
-                // does 16 at a time without a branch, which it does not for
-                // bool, and a branch mispredicted at every row's diagonal.
-                const auto* keep =
-                    reinterpret_cast<const unsigned char*>(mask_row(*mask, b, h, i));
-                for (std::size_t j = 0; j < cols; ++j) row[j] = keep[j] != 0 ? row[j] : fill;
-            }
+            bias_and_mask(row, cols, b, h, i, 0, s, mask, fill, score_bias);
             softmax_row(row, cols);
             std::fill(row + cols, row + Tk, 0.0f);  // the skipped columns
         }
@@ -144,27 +166,9 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
     }
 }
 
-namespace {
-
-// Bias and mask on one row of a tile: keys j0 .. j0+cols-1 of query i.
-void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
-                   std::size_t j0, const Mask* mask, float fill, const Tensor4* score_bias) {
-    if (score_bias != nullptr) {
-        const float* add = broadcast_row(*score_bias, b, h, i) + j0;
-        for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
-    }
-    if (mask != nullptr) {  // bytes, as in attend_head(): vectorised, no branch
-        const auto* keep = reinterpret_cast<const unsigned char*>(mask_row(*mask, b, h, i)) + j0;
-        for (std::size_t j = 0; j < cols; ++j) row[j] = keep[j] != 0 ? row[j] : fill;
-    }
-}
-
-}  // namespace
-
 void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
                        const Mask* mask, float fill, const Tensor4* score_bias) {
     const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
-    const bool may_skip = mask != nullptr && fill == kNegInf;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
     float* const kt = x.panels;
     float* const vp = kt != nullptr ? kt + packed_floats(D, Tk) : nullptr;
@@ -183,14 +187,7 @@ void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSi
     float* const l = m + kRowBlock;
     for (std::size_t i0 = 0; i0 < Tq; i0 += kRowBlock) {
         const std::size_t rows = std::min(kRowBlock, Tq - i0);
-        std::size_t visible = Tk;
-        if (may_skip) {
-            visible = visible_columns(*mask, b, h, i0, rows, Tk);
-            if (visible < Tk) {
-                if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, Ekv);
-                visible = std::max(visible, v_bad);
-            }
-        }
+        const std::size_t visible = block_columns(x, b, h, i0, rows, s, mask, fill, v_bad);
         std::fill(acc, acc + rows * D, 0.0f);
         std::fill(m, m + rows, kNegInf);
         std::fill(l, l + rows, 0.0f);
@@ -208,7 +205,7 @@ void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSi
             //    rescaled by e^{m_old - m_new}, this tile's e^{s - m_new}
             for (std::size_t r = 0; r < rows; ++r) {
                 float* row = tile + r * kKeyBlock;
-                bias_and_mask(row, cols, b, h, i0 + r, j0, mask, fill, score_bias);
+                bias_and_mask(row, cols, b, h, i0 + r, j0, s, mask, fill, score_bias);
                 float mx = m[r];
                 for (std::size_t j = 0; j < cols; ++j) mx = std::max(mx, row[j]);
                 if (mx == kNegInf) {  // nothing to see yet, unless a NaN hides

@@ -26,6 +26,9 @@ struct Head {
     float* panels;
 };
 
+/// HeadSizes::causal when the call is not causal.
+inline constexpr std::size_t kNotCausal = static_cast<std::size_t>(-1);
+
 /// The sizes every head of one call shares.
 struct HeadSizes {
     std::size_t Tq;  ///< queries
@@ -34,6 +37,10 @@ struct HeadSizes {
     std::size_t E;   ///< embed_dim: the distance between rows of q and context
     std::size_t Ekv; ///< H_kv * D: the distance between rows of k and v
     float scale;     ///< 1 / sqrt(D)
+    /// Causal without a mask tensor: query i sees keys 0 .. i + causal
+    /// (0 for the articles' tril, L after L cached positions), the rest
+    /// -inf; kNotCausal: no such limit.
+    std::size_t causal = kNotCausal;
 };
 
 /// Floats of Head::panels for one head: K^T `[D, Tk]` and V `[Tk, D]`, packed.
@@ -45,8 +52,9 @@ std::size_t panel_floats(std::size_t Tk, std::size_t D);
 /// Scores, bias, mask, softmax and weights x V for head @p h of sequence
 /// @p b, one block of query rows at a time, so that a block's scores stay
 /// in cache from the first product to the second. Under a mask with the
-/// -inf fill, a block stops both products at the last key any of its rows
-/// may see (its weights past there are exactly 0 either way).
+/// -inf fill, or a causal HeadSizes, a block stops both products at the
+/// last key any of its rows may see (its weights past there are exactly 0
+/// either way).
 /// @param x    the head's blocks
 /// @param b    the sequence, for the mask and the score bias
 /// @param h    the head, for the mask and the score bias

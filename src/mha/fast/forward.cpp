@@ -149,7 +149,8 @@ void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool 
     const float scale = 1.0f / std::sqrt(static_cast<float>(m.head_dim()));
     const bool self = in.query.data() == in.key.data() && in.key.data() == in.value.data();
     const Job job{in, layers, t, B, Tq, Tk, E, H, Ekv, H / m.num_kv_heads(),
-                  {Tq, Tk, m.head_dim(), E, Ekv, scale}, packed, self};
+                  {Tq, Tk, m.head_dim(), E, Ekv, scale, in.causal ? 0 : kNotCausal}, packed,
+                  self};
 
     const Plan plan = plan_chunks(B, Tq, Tk);
     // Each worker takes the next chunk nobody has taken, so a core that runs

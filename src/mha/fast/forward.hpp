@@ -23,6 +23,7 @@ struct Call {
     float fill;                 ///< what masked scores become
     const Tensor4* score_bias;  ///< nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`
     bool weights = true;        ///< false: the tiled path, no `[B, H, Tq, Tk]` weights
+    bool causal = false;        ///< query i sees keys 0..i, with no mask tensor (mha::causal)
 };
 
 /// The forward of @p m into @p t: its output always, its weights unless

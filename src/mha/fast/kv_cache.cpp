@@ -63,7 +63,6 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
     cache.length = S;
     // 3) every (sequence, head): the new queries over all S positions
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-    const Mask causal = T > 1 ? cached_causal_mask(T, L) : Mask();
     const bool packed = packed_products_on();
     std::atomic<std::size_t> next_pair{0};
     parallel_for(std::min(B * H, worker_count()), [&](std::size_t, std::size_t) {
@@ -80,7 +79,8 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
                 continue;
             }
             const Head head{qh, kc, vc, ch, w.data(), packed ? panels.data() : nullptr};
-            attend_head(head, b, h, {T, S, D, E, D, scale}, &causal, kNegInf, nullptr);
+            // causal: new position t sees the L cached ones and 0..t of its own
+            attend_head(head, b, h, {T, S, D, E, D, scale, L}, nullptr, kNegInf, nullptr);
         }
     });
     // 4) the output layer

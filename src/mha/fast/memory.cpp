@@ -3,7 +3,9 @@
 #include "mha/fast/memory.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <new>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -13,13 +15,25 @@ namespace mha::fast {
 
 namespace {
 
-constexpr std::align_val_t kLine{64};
+constexpr std::uintptr_t kLine = 64;
 
 }  // namespace
 
-void* line_allocate(std::size_t bytes) { return ::operator new(bytes, kLine); }
+// malloc and a line's slack, not aligned new: glibc's memalign asks for the
+// alignment on top of the size, so a freed block of exactly that size never
+// serves the same request again, and the heap grew by a whole buffer on
+// some calls. The block malloc gave sits just before the aligned address.
+void* line_allocate(std::size_t bytes) {
+    void* raw = std::malloc(bytes + kLine);
+    if (raw == nullptr) throw std::bad_alloc();
+    const std::uintptr_t at = (reinterpret_cast<std::uintptr_t>(raw) + kLine) & ~(kLine - 1);
+    reinterpret_cast<void**>(at)[-1] = raw;  // at - raw >= 16: malloc aligns to 16
+    return reinterpret_cast<void*>(at);
+}
 
-void line_deallocate(void* p) noexcept { ::operator delete(p, kLine); }
+void line_deallocate(void* p) noexcept {
+    if (p != nullptr) std::free(static_cast<void**>(p)[-1]);
+}
 
 bool keep_freed_memory() {
     static const bool kept = [] {
