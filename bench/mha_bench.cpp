@@ -1,7 +1,11 @@
 // mha_bench: how fast the core is, against this machine's own limit.
 //
-//   mha_bench [--article] [--runs N]
+//   mha_bench [--article | --decode | --long] [--runs N]
 //
+// --decode (decode.cpp): decoding through the KV cache against the memory
+// bandwidth. --long (long.cpp): the forward without weights up to
+// T = 16384, its peak memory against the tensors that must exist.
+// Without either:
 // 1. The sgemm peak: one large single-precision gemm (2048^3), measured
 //    here, in this run. The roofline time of any work is FLOPs / peak. The
 //    closing line pairs each forward with an sgemm timed just before it, and
@@ -43,6 +47,7 @@
 
 #include <sys/mman.h>
 
+#include "common.hpp"
 #include "mha/attend.hpp"
 #include "mha/attention.hpp"
 #include "mha/fast/blas.hpp"
@@ -55,40 +60,16 @@
 
 namespace {
 
-int g_runs = 7;
-
-// The middle value (the upper middle one of an even count).
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-// Median seconds of g_runs calls of f, after one warm-up call.
-double median_seconds(const std::function<void()>& f, int runs = g_runs) {
-    f();
-    std::vector<double> t;
-    for (int r = 0; r < runs; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        const auto t1 = std::chrono::steady_clock::now();
-        t.push_back(std::chrono::duration<double>(t1 - t0).count());
-    }
-    return median(t);
-}
+using bench::g_runs;
+using bench::median;
+using bench::median_seconds;
+using bench::peak_rss_mb;
+using bench::reset_peak_rss;
 
 double projection_flops(double B, double T, double E) { return 2 * B * T * E * E; }
 double product_flops(double B, double T, double E) { return 2 * B * T * T * E; }  // H*D = E
 double forward_flops(double B, double T, double E) {
     return 4 * projection_flops(B, T, E) + 2 * product_flops(B, T, E);
-}
-
-// Peak resident memory of this process so far, in MB (VmHWM).
-double peak_rss_mb() {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
-    return -1;
 }
 
 // An output [B, T, E] and weights [B, H, T, T] in fresh memory, every page
@@ -106,12 +87,6 @@ void touch_fresh(const std::array<std::size_t, 3>& output,
     if (p == MAP_FAILED) throw std::bad_alloc();
     std::fill_n(static_cast<float*>(p), floats, 1.0f);
     munmap(p, floats * sizeof(float));
-}
-
-// Resets VmHWM to the current resident size (Linux: "5" > clear_refs).
-void reset_peak_rss() {
-    std::ofstream f("/proc/self/clear_refs");
-    f << "5";
 }
 
 // GFLOP/s of one 2048^3 sgemm: the best this machine's BLAS does.
@@ -151,10 +126,14 @@ void row(const char* what, double seconds, double flops, double peak) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool article_only = false;
+    bool article_only = false, decode = false, long_t = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--article") == 0) {
             article_only = true;
+        } else if (std::strcmp(argv[i], "--decode") == 0) {
+            decode = true;
+        } else if (std::strcmp(argv[i], "--long") == 0) {
+            long_t = true;
         } else if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
             g_runs = std::atoi(argv[++i]);
             if (g_runs < 5 || g_runs > 1000) {
@@ -162,12 +141,18 @@ int main(int argc, char** argv) {
                 return 2;
             }
         } else {
-            std::fprintf(stderr, "mha_bench: unknown argument '%s' "
-                                 "(usage: mha_bench [--article] [--runs N])\n", argv[i]);
+            std::fprintf(stderr, "mha_bench: unknown argument '%s' (usage: mha_bench "
+                                 "[--article | --decode | --long] [--runs N])\n", argv[i]);
             return 2;
         }
     }
+    if (article_only + decode + long_t > 1) {
+        std::fprintf(stderr, "mha_bench: --article, --decode and --long go one at a time\n");
+        return 2;
+    }
     try {
+        if (decode) return bench::run_decode();
+        if (long_t) return bench::run_long();
         std::printf("sgemm peak: ");
         std::fflush(stdout);
         double peak = 0;

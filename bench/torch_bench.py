@@ -16,6 +16,20 @@ articles' shape is timed again in rounds (7 unless --rounds) of PyTorch
 then `mha_bench --article`, one ratio per round and their median: this
 machine's speed drifts by +-20% over seconds, and more rounds make the
 median steadier.
+
+After that, the two comparisons past the articles (--part picks one of
+article, decode, long; all by default):
+- decode: one new position per sequence through a KV cache, at T = 4096
+  and B = 1, 8. PyTorch's side is a hand-written static cache, allocated
+  once and written in place (k_cache[:, :, t] = k), then the attention math;
+  ours is `mha_bench --decode`'s table. Time per token.
+- long: B = 1, T = 8192, causal, without weights. PyTorch's
+  nn.MultiheadAttention(need_weights=False) with a bool mask builds the
+  [B*H, T, T] scores; ours is `mha_bench --long`'s row (the engine's tiles,
+  no mask tensor). Time, and peak memory: PyTorch's runs in a child
+  process, and its figure is what its peak rose above the process's
+  resident size before the call (PyTorch's own libraries left out); ours is
+  the whole process's peak.
 """
 import argparse
 import os
@@ -32,6 +46,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=os.cpu_count())
 ap.add_argument("--runs", type=int, default=7)
 ap.add_argument("--rounds", type=int, default=7)
+ap.add_argument("--part", choices=["all", "article", "decode", "long"], default="all")
+ap.add_argument("--child-long", type=int, help=argparse.SUPPRESS)
 args = ap.parse_args()
 if args.threads < 1 or args.rounds < 1 or not 5 <= args.runs <= 1000:
     sys.exit(f"torch_bench.py: --threads {args.threads}, --rounds {args.rounds}, "
@@ -69,6 +85,59 @@ def time_pytorch():
     return {T: pytorch_times(B, T) for B, T in SHAPES}
 
 
+def vm(key):
+    """This process's VmRSS or VmHWM, in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def long_child(T):
+    """In a child process: need_weights=False at B = 1, T, causal; prints
+    the median seconds and the peak's rise above the resident size before."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
+    x = torch.randn(1, T, E)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    before = vm("VmRSS")
+
+    def run():
+        with torch.no_grad():
+            mha(x, x, x, attn_mask=mask, need_weights=False)
+
+    t = statistics.median(times(run))
+    print(f"{t} {vm('VmHWM') - before} {vm('VmHWM')}")
+
+
+def torch_decode(B, T):
+    """Seconds per step of a hand-written static-cache decode at cache length T."""
+    torch.manual_seed(0)
+    D = E // H
+    q_proj, k_proj, v_proj, o_proj = (torch.nn.Linear(E, E) for _ in range(4))
+    k_cache = torch.randn(B, H, T + 1, D)  # allocated once, written in place
+    v_cache = torch.randn(B, H, T + 1, D)
+    x = torch.randn(B, 1, E)
+
+    def step():
+        with torch.no_grad():
+            q = q_proj(x).view(B, 1, H, D).transpose(1, 2)   # [B, H, 1, D]
+            k_cache[:, :, T] = k_proj(x).view(B, H, D)
+            v_cache[:, :, T] = v_proj(x).view(B, H, D)
+            w = (q @ k_cache.transpose(2, 3) / D ** 0.5).softmax(-1)  # [B, H, 1, T+1]
+            o_proj((w @ v_cache).transpose(1, 2).reshape(B, 1, E))
+
+    for _ in range(5):
+        step()
+    out = []
+    for _ in range(5 * args.runs):
+        t0 = time.perf_counter()
+        step()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
 def run_ours(*flags):
     return subprocess.run([str(repo / "build" / "bench" / "mha_bench"),
                            "--runs", str(args.runs), *flags], env=env, check=True,
@@ -83,6 +152,61 @@ def at_64(out):
 
 repo = pathlib.Path(__file__).resolve().parent.parent
 env = dict(os.environ, MHA_THREADS=str(args.threads))
+if args.child_long:
+    long_child(args.child_long)
+    sys.exit(0)
+
+
+def compare_decode():
+    print(f"\ndecode, T = 4096: PyTorch with a hand-written static cache, then mha_bench "
+          f"--decode, then PyTorch again; threads {args.threads}")
+    before = {B: torch_decode(B, 4096) for B in (1, 8)}
+    out = run_ours("--decode")
+    after = {B: torch_decode(B, 4096) for B in (1, 8)}
+    print(out.rstrip())
+    for B in (1, 8):
+        # B = 1: the closing line (paired turns, steadier); B = 8: its table row
+        closing = re.search(r"^decode T4096 B1 h8: median ([0-9.]+) ms", out, re.M)
+        ms = float(closing.group(1) if B == 1 else
+                   re.search(rf"^\s+{B}\s+4096\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)", out,
+                             re.M).group(1))
+        theirs = statistics.median(before[B] + after[B]) * 1e3
+        print(f"  decode T4096 B{B}: PyTorch {theirs:.3f} ms/step, ours {ms:.3f} ms/step: "
+              f"{ms / theirs:.2f}x")
+
+
+def compare_long():
+    T = 8192
+    print(f"\nwithout weights, B 1, T {T}, causal: PyTorch need_weights=False (a child "
+          f"process), then mha_bench --long, then PyTorch again; threads {args.threads}")
+
+    def child():
+        r = subprocess.run([sys.executable, __file__, "--child-long", str(T), "--runs",
+                            str(args.runs), "--threads", str(args.threads)],
+                           check=True, capture_output=True, text=True).stdout.split()
+        return float(r[0]), float(r[1]), float(r[2])
+
+    first = child()
+    out = run_ours("--long")
+    second = child()
+    print(out.rstrip())
+    m = re.search(rf"^\s+{T}\s+[0-9.]+\s+([0-9.]+)\s+[0-9.]+\s+[0-9.]+x\s+([0-9.]+)", out, re.M)
+    ours_s, ours_mb = float(m.group(1)), float(m.group(2))
+    theirs_s = statistics.median([first[0], second[0]])
+    rise, peak = max(first[1], second[1]), max(first[2], second[2])
+    print(f"  PyTorch need_weights=False: {theirs_s:.3f} s, peak {peak:.0f} MB, of it "
+          f"{rise:.0f} MB for the call")
+    print(f"  no-weights T{T} B1 h8 causal: ours {ours_s:.3f} s ({ours_s / theirs_s:.2f}x "
+          f"PyTorch's time), peak RSS {ours_mb:.0f} MB ({ours_mb / rise:.3f}x what PyTorch's "
+          f"call added)")
+
+
+if args.part == "decode":
+    compare_decode()
+    sys.exit(0)
+if args.part == "long":
+    compare_long()
+    sys.exit(0)
 before = time_pytorch()
 ours_out = run_ours()
 after = time_pytorch()
@@ -121,3 +245,6 @@ for r in range(args.rounds):
           f"({fwd / theirs:.2f}x), forward_into {into:.4f} s ({into / theirs:.2f}x)")
 print(f"  median ratio: forward() {statistics.median(x for x, _ in ratios):.2f}x, "
       f"forward_into {statistics.median(y for _, y in ratios):.2f}x")
+if args.part == "all":
+    compare_decode()
+    compare_long()

@@ -1,0 +1,61 @@
+// What the benchmarks share: medians, timing, the process's peak memory.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+/// How many timed runs a median takes (--runs).
+inline int g_runs = 7;
+
+/// The middle value (the upper middle one of an even count).
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+/// Seconds one call of @p f takes.
+inline double seconds(const std::function<void()>& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Median seconds of @p runs calls of @p f, after one warm-up call.
+inline double median_seconds(const std::function<void()>& f, int runs = g_runs) {
+    f();
+    std::vector<double> t;
+    for (int r = 0; r < runs; ++r) t.push_back(seconds(f));
+    return median(t);
+}
+
+/// Peak resident memory of this process so far, in MB (VmHWM).
+inline double peak_rss_mb() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+    return -1;
+}
+
+/// Resets VmHWM to the current resident size (Linux: "5" > clear_refs).
+inline void reset_peak_rss() {
+    std::ofstream f("/proc/self/clear_refs");
+    f << "5";
+}
+
+/// Part of `mha_bench --decode`: decoding through the KV cache against
+/// the memory bandwidth. @return the exit code
+int run_decode();
+
+/// Part of `mha_bench --long`: the forward without weights up to T = 16384,
+/// its peak memory against the tensors that must exist. @return the exit code
+int run_long();
+
+}  // namespace bench
