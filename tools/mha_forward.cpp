@@ -186,21 +186,25 @@ int main(int argc, char** argv) {
             keep = keep ? mha::combine_masks(*keep, more) : more;
         };
         if (args.count("--keep-mask")) add(mha::load_keep_mask(at("--keep-mask"), B, H, Tq, Tk));
-        if (args.count("--causal")) add(mha::causal_mask(Tq, Tk));
+        // --causal alone needs no [Tq, Tk] mask: the engine works it out
+        const bool only_causal = args.count("--causal") && !keep && !masks.bias;
+        if (args.count("--causal") && !only_causal) add(mha::causal_mask(Tq, Tk));
         make_out_dir(args.at("--out"));
         const std::string out = args.at("--out");
         if (args.count("--incremental") || args.count("--no-weights")) {
-            const mha::Tensor3 y = args.count("--incremental")
-                                       ? incremental(m, q)
-                                       : m.forward_no_weights(q, k, v, keep ? &*keep : nullptr,
-                                                              fill, masks.bias_ptr());
+            const mha::Tensor3 y =
+                args.count("--incremental") ? incremental(m, q)
+                : only_causal ? m.forward_no_weights(q, k, v, mha::causal)
+                              : m.forward_no_weights(q, k, v, keep ? &*keep : nullptr, fill,
+                                                     masks.bias_ptr());
             mha::save_npy(out + "/output.npy", y);
             std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
                         mha::shape_of(y).c_str());
             return 0;
         }
         const mha::AttentionOutput o =
-            m.forward(q, k, v, keep ? &*keep : nullptr, fill, masks.bias_ptr());
+            only_causal ? m.forward(q, k, v, mha::causal)
+                        : m.forward(q, k, v, keep ? &*keep : nullptr, fill, masks.bias_ptr());
         mha::save_npy(out + "/output.npy", o.output);
         mha::save_npy(out + "/attn_weights.npy", o.weights);
         std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n", out.c_str(),
