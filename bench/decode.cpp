@@ -6,7 +6,8 @@
 // 4 (E^2 + E) floats; at the bandwidth of a large copy (bytes read plus
 // bytes written, on every worker), measured in this run, that takes the
 // "bandwidth bound". "1.31x bandwidth bound" means the step took 1.31 times
-// as long. The closing line pairs each decode timing at T = 4096, B = 1
+// as long. Then B = 8, T = 4096 with H_kv = 8, 2, 1 key/value heads (a cache
+// H / H_kv times smaller, lesson 17). The closing line pairs each decode timing at T = 4096, B = 1
 // with a copy timed just before it, and gives the medians.
 #include <cstdio>
 #include <cstring>
@@ -89,6 +90,17 @@ int run_decode() {
                         2.0 * B * kH * (T + 1) * (kE / kH) * 4 / 1e6, d.bytes() / 1e6, s * 1e3,
                         s / B * 1e6, s / bound);
         }
+    }
+    // Grouped-query attention: H_kv kv heads, a cache H / H_kv times smaller
+    std::printf("grouped K/V heads at B 8, T 4096 (lesson 17):\n  %4s %9s %9s %10s %9s\n",
+                "H_kv", "cache MB", "reads MB", "ms/step", "x bound");
+    for (std::size_t H_kv : {8, 2, 1}) {
+        const mha::MultiHeadAttention g(kE, kH, H_kv, mha::Init::xavier(0));
+        Decoder d(g, 8, 4096);
+        const double s = median_seconds([&] { d.step(); }, steps);
+        const double cache_mb = double(d.cache.k.size() + d.cache.v.size()) * 4 / 1e6;
+        std::printf("  %4zu %9.1f %9.1f %10.3f %8.2fx\n", H_kv, cache_mb, d.bytes() / 1e6,
+                    s * 1e3, s / (d.bytes() / (bandwidth * 1e9)));
     }
     // The closing figure: each decode timing beside a copy timed just before.
     Decoder d(m, 1, 4096);

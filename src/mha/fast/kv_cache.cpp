@@ -25,13 +25,21 @@ namespace {
 // at E = 512) would cost more than a few rows of products.
 constexpr std::size_t kPackRows = 64;
 
-// One new position of head h over its L+1 cached keys: scores, softmax,
-// weights x V. k and v are [L+1, D], rows D apart; w has room for L+1.
-void decode_head(const float* q, const float* k, const float* v, std::size_t n,
-                 std::size_t D, float scale, float* w, float* context) {
-    gemv({k, n, D, D}, false, q, w, scale);  // [n, D] x [D] -> [n]
-    softmax_row(w, n);
-    gemv({v, n, D, D}, true, w, context);    // [n, D]^T x [n] -> [D]
+// One new position of the G query heads that share a kv head, over its n
+// cached keys: scores, softmax, weights x V, reading K and V once for all
+// G (a step is bound by reading the cache). q and context are [G, D], the
+// heads side by side; k and v [n, D], rows D apart; w has room for G n.
+void decode_group(const float* q, const float* k, const float* v, std::size_t n,
+                  std::size_t G, std::size_t D, float scale, float* w, float* context) {
+    if (G == 1) {  // one head: two matrix-vector products
+        gemv({k, n, D, D}, false, q, w, scale);  // [n, D] x [D] -> [n]
+        softmax_row(w, n);
+        gemv({v, n, D, D}, true, w, context);    // [n, D]^T x [n] -> [D]
+        return;
+    }
+    gemm({q, G, D, D}, false, {k, n, D, D}, true, w, n, scale);  // [G, D] x [D, n]
+    for (std::size_t r = 0; r < G; ++r) softmax_row(w + r * n, n);
+    gemm({w, G, n, n}, false, {v, n, D, D}, false, context, D);  // [G, n] x [n, D]
 }
 
 }  // namespace
@@ -65,24 +73,33 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     const bool packed = packed_products_on();
     std::atomic<std::size_t> next_pair{0};
-    parallel_for(std::min(B * H, worker_count()), [&](std::size_t, std::size_t) {
-        Buffer w(T * S);  // this worker's weights, [T, S]
-        Buffer panels(T > 1 && packed ? panel_floats(S, D) : 0);
-        for (std::size_t bh; (bh = next_pair++) < B * H;) {
-            const std::size_t b = bh / H, h = bh % H, g = h / group;
-            const float* kc = &cache.k(b, g, 0, 0);  // [cap, D], rows D apart
-            const float* vc = &cache.v(b, g, 0, 0);
-            const float* qh = q + b * T * E + h * D;  // [T, D], rows E apart
-            float* ch = context + b * T * E + h * D;
-            if (T == 1) {
-                decode_head(qh, kc, vc, S, D, scale, w.data(), ch);
-                continue;
+    if (T == 1) {  // decode: per (sequence, kv head), its group of query heads
+        const std::size_t pairs = B * m.num_kv_heads();
+        parallel_for(std::min(pairs, worker_count()), [&](std::size_t, std::size_t) {
+            Buffer w(group * S);  // this worker's weights, [group, S]
+            for (std::size_t bg; (bg = next_pair++) < pairs;) {
+                const std::size_t b = bg / m.num_kv_heads(), g = bg % m.num_kv_heads();
+                const std::size_t h0 = g * group;  // the group's first query head
+                decode_group(q + b * E + h0 * D, &cache.k(b, g, 0, 0), &cache.v(b, g, 0, 0), S,
+                             group, D, scale, w.data(), context + b * E + h0 * D);
             }
-            const Head head{qh, kc, vc, ch, w.data(), packed ? panels.data() : nullptr};
-            // causal: new position t sees the L cached ones and 0..t of its own
-            attend_head(head, b, h, {T, S, D, E, D, scale, L}, nullptr, kNegInf, nullptr);
-        }
-    });
+        });
+    } else {  // a prompt: per (sequence, head), blocks of its queries
+        parallel_for(std::min(B * H, worker_count()), [&](std::size_t, std::size_t) {
+            Buffer w(T * S);  // this worker's weights, [T, S]
+            Buffer panels(packed ? panel_floats(S, D) : 0);
+            for (std::size_t bh; (bh = next_pair++) < B * H;) {
+                const std::size_t b = bh / H, h = bh % H, g = h / group;
+                const float* kc = &cache.k(b, g, 0, 0);  // [cap, D], rows D apart
+                const float* vc = &cache.v(b, g, 0, 0);
+                const float* qh = q + b * T * E + h * D;  // [T, D], rows E apart
+                float* ch = context + b * T * E + h * D;
+                const Head head{qh, kc, vc, ch, w.data(), packed ? panels.data() : nullptr};
+                // causal: new position t sees the L cached ones and 0..t of its own
+                attend_head(head, b, h, {T, S, D, E, D, scale, L}, nullptr, kNegInf, nullptr);
+            }
+        });
+    }
     // 4) the output layer
     Tensor3 out = Tensor3::from_shape({B, T, E});
     float* const o = out.data();
