@@ -84,9 +84,8 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
                              group, D, scale, w.data(), context + b * E + h0 * D);
             }
         });
-    } else {  // a prompt: per (sequence, head), blocks of its queries
+    } else {  // a prompt: per (sequence, head), in tiles (no [T, S] weights)
         parallel_for(std::min(B * H, worker_count()), [&](std::size_t, std::size_t) {
-            Buffer w(T * S);  // this worker's weights, [T, S]
             Buffer panels(packed ? panel_floats(S, D) : 0);
             for (std::size_t bh; (bh = next_pair++) < B * H;) {
                 const std::size_t b = bh / H, h = bh % H, g = h / group;
@@ -94,9 +93,10 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
                 const float* vc = &cache.v(b, g, 0, 0);
                 const float* qh = q + b * T * E + h * D;  // [T, D], rows E apart
                 float* ch = context + b * T * E + h * D;
-                const Head head{qh, kc, vc, ch, w.data(), packed ? panels.data() : nullptr};
+                const Head head{qh, kc, vc, ch, nullptr, packed ? panels.data() : nullptr};
                 // causal: new position t sees the L cached ones and 0..t of its own
-                attend_head(head, b, h, {T, S, D, E, D, scale, L}, nullptr, kNegInf, nullptr);
+                attend_head_tiled(head, b, h, {T, S, D, E, D, scale, L}, nullptr, kNegInf,
+                                  nullptr);
             }
         });
     }

@@ -12,11 +12,12 @@ namespace mha::fast {
 
 /// The next T positions of every sequence through @p cache: the same
 /// numbers as mha::extend_stages() within float rounding. For one new
-/// position (decoding) each head reads its cached keys and values in place
-/// with BLAS gemv, no packing, as the step is bound by memory, not by
-/// arithmetic; for a prompt the heads go through attend_head() with the
-/// causal mask offset by the positions cached. The (sequence, head) pairs
-/// are spread over the cores.
+/// position (decoding) the query heads of each kv head read its cached keys
+/// and values once, in place, with BLAS, no packing, as the step is bound
+/// by memory, not by arithmetic; for a prompt the heads go through
+/// attend_head_tiled(), causal with the limit offset by the positions
+/// cached, so no `[T, L + T]` weights or mask exist. The pairs of sequence
+/// and (kv) head are spread over the cores.
 /// @param m     the module
 /// @param x     `[B, T, E]`
 /// @param cache K and V `[B, H_kv, capacity, D]` with room for T more
