@@ -27,6 +27,17 @@ else()
   list(APPEND cases "--d-model 512 --heads 7|not divisible by num_heads 7"
                     "--d-model 512 --heads 7|try 4 or 8")
 endif()
+# Lesson 19's own flags; every other lesson takes none of them.
+if(NAME STREQUAL "19_heads_learn")
+  list(APPEND cases "--steps 3|--steps must be between 4 and 100000, not 3"
+                    "--steps|--steps needs a value"
+                    "--lr fast|--lr takes a number, not 'fast'"
+                    "--lr inf|--lr takes a number, not 'inf'"
+                    "--lr 0|--lr must be between 1e-06 and 1, not 0"
+                    "--vocab 1|--vocab must be between 2 and 1000, not 1")
+else()
+  list(APPEND cases "--steps 10|unknown flag '--steps'")
+endif()
 foreach(case IN LISTS cases)
   string(FIND "${case}" "|" bar)
   string(SUBSTRING "${case}" 0 ${bar} args)

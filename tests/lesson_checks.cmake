@@ -137,6 +137,26 @@ elseif(MODE STREQUAL "same_files")  # FILES, in DIR, hold the same bytes
     endif()
   endforeach()
 
+elseif(MODE STREQUAL "same_across_threads")  # ARGS give the same stdout with 1, 2, 3 workers
+  separate_arguments(args UNIX_COMMAND "${ARGS}")
+  set(first "")
+  foreach(n 1 2 3)
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env MHA_THREADS=${n} ${LESSON} ${args}
+                    OUTPUT_VARIABLE o RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "MHA_THREADS=${n}: exit ${rc}\n${o}")
+    endif()
+    if(first STREQUAL "")
+      set(first "${o}")
+    elseif(NOT o STREQUAL first)
+      message(FATAL_ERROR "MHA_THREADS=${n} printed something else than MHA_THREADS=1:\n${o}")
+    endif()
+  endforeach()
+  string(FIND "${first}" "accuracy on 1000 fresh sequences" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "no training ran:\n${first}")
+  endif()
+
 else()
   message(FATAL_ERROR "lesson_checks.cmake: unknown MODE '${MODE}'")
 endif()

@@ -29,7 +29,8 @@ struct BadFlag : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-std::size_t parse_size(const std::string& flag, const char* text, std::size_t max) {
+std::size_t parse_size(const std::string& flag, const char* text, std::size_t max,
+                       std::size_t min = 1) {
     if (text == nullptr) throw BadFlag(flag + " needs a value");
     errno = 0;
     char* end = nullptr;
@@ -37,11 +38,37 @@ std::size_t parse_size(const std::string& flag, const char* text, std::size_t ma
     if (end == text || *end != '\0' || errno == ERANGE) {
         throw BadFlag(flag + " takes a whole number, not '" + text + "'");
     }
-    if (v < 1 || static_cast<unsigned long long>(v) > max) {
-        throw BadFlag(flag + " must be between 1 and " + std::to_string(max) + ", not " +
-                      text);
+    if (v < static_cast<long long>(min) || static_cast<unsigned long long>(v) > max) {
+        throw BadFlag(flag + " must be between " + std::to_string(min) + " and " +
+                      std::to_string(max) + ", not " + text);
     }
     return static_cast<std::size_t>(v);
+}
+
+const Extra* find_extra(const Info& info, const std::string& flag) {
+    for (const Extra& x : info.extra)
+        if (x.flag == flag) return &x;
+    return nullptr;
+}
+
+double parse_extra(const Extra& x, const char* text) {
+    if (text == nullptr) throw BadFlag(x.flag + " needs a value");
+    if (x.whole) {
+        return static_cast<double>(
+            parse_size(x.flag, text, std::size_t(x.max), std::size_t(x.min)));
+    }
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
+        throw BadFlag(x.flag + " takes a number, not '" + text + "'");
+    }
+    if (v < x.min || v > x.max) {
+        char range[96];
+        std::snprintf(range, sizeof range, " must be between %g and %g, not ", x.min, x.max);
+        throw BadFlag(x.flag + range + text);
+    }
+    return v;
 }
 
 std::string megabytes(double mb) {
@@ -58,25 +85,36 @@ std::string dump_help(const Info& info) {
 }
 
 void usage(const Info& info) {
+    std::string own, own_help;
+    for (const Extra& x : info.extra) {
+        own += " [" + x.flag + " " + x.meta + "]";
+        char line[160];
+        std::snprintf(line, sizeof line, "  %-12s %s (default %g)\n",
+                      (x.flag + " " + x.meta).c_str(), x.help.c_str(), x.value);
+        own_help += line;
+    }
     std::printf(
         "%s: %s\n\n"
         "usage: %s [--tiny] [--batch B] [--time T] [--d-model E] [--heads H]\n"
-        "          [--seed S] [--pause] [--predict] [--svg DIR] [--dump DIR] [--help]\n\n"
-        "  --tiny       batch 1, time 4, d_model 8, %zu heads; prints the numbers\n"
-        "  --batch B    batch size (default 128)\n"
-        "  --time T     sequence length (default 64)\n"
-        "  --d-model E  embedding size d_model (default 512)\n"
+        "          [--seed S] [--pause] [--predict] [--svg DIR] [--dump DIR] [--help]\n"
+        "         %s\n\n"
+        "  --tiny       batch %zu, time 4, d_model 8, %zu heads; prints the numbers\n"
+        "  --batch B    batch size (default %zu)\n"
+        "  --time T     sequence length (default %zu)\n"
+        "  --d-model E  embedding size d_model (default %zu)\n"
         "  --heads H    number of heads; %s (default %zu)\n"
+        "%s"
         "  --seed S     seed for the data and the weights (default 0)\n"
         "  --pause      wait for Enter between sections, for class\n"
         "  --predict    before each shape, ask for it; score the answers at the end\n"
         "  --svg DIR    %s\n"
         "  --dump DIR   %s\n"
         "  --help       this text\n",
-        info.name.c_str(), info.summary.c_str(), info.name.c_str(),
-        info.heads_divide ? std::size_t{2} : std::size_t{3},
+        info.name.c_str(), info.summary.c_str(), info.name.c_str(), own.c_str(),
+        info.tiny_batch, info.heads_divide ? std::size_t{2} : std::size_t{3},
+        info.default_batch, info.default_time, info.default_d_model,
         info.heads_divide ? "must divide d_model" : "one that does not divide d_model",
-        info.default_heads,
+        info.default_heads, own_help.c_str(),
         info.draws ? "also write the pictures as SVG files in DIR"
                    : "(this lesson draws no picture)",
         dump_help(info).c_str());
@@ -96,6 +134,8 @@ std::string folder(const std::string& flag, const char* value) {
 Options parse(int argc, char** argv, const Info& info, bool& help) {
     Options o;
     o.heads = info.default_heads;
+    o.batch = info.default_batch, o.time = info.default_time, o.d_model = info.default_d_model;
+    for (const Extra& x : info.extra) o.extra[x.flag] = x.value;
     bool sized = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -113,14 +153,15 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         else if (a == "--time") o.time = value(4096);
         else if (a == "--d-model") o.d_model = value(8192);
         else if (a == "--heads") o.heads = value(8192);
-        else if (a == "--seed") o.seed = parse_size(a, next, 1ULL << 62), ++i;
+        else if (a == "--seed") o.seed = parse_size(a, next, 1ULL << 62, 0), ++i;
         else if (a == "--svg") o.svg_dir = folder(a, next), ++i;
         else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
+        else if (const Extra* x = find_extra(info, a)) o.extra[a] = parse_extra(*x, next), ++i;
         else throw BadFlag("unknown flag '" + a + "' (try --help)");
     }
     if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");
     if (o.tiny) {
-        o.batch = 1, o.time = 4, o.d_model = 8;
+        o.batch = info.tiny_batch, o.time = 4, o.d_model = 8;
         o.heads = info.heads_divide ? 2 : 3;
     }
     // About ten [B, T, E] tensors and three [B, H, T, T] live at once.
@@ -230,7 +271,7 @@ const char* meaning(const std::string& symbol) {
         {"B", "sequences"}, {"T", "time steps"}, {"Tq", "queries"}, {"Tk", "keys"},
         {"E", "numbers per token"}, {"H", "heads"}, {"D", "numbers per head"},
         {"L", "positions cached"}, {"H_kv", "key/value heads"},
-        {"Bq", "queries per block"}, {"Bk", "keys per block"}};
+        {"Bq", "queries per block"}, {"Bk", "keys per block"}, {"V", "tokens in the vocabulary"}};
     const auto it = words.find(symbol);
     return it != words.end() ? it->second : "";
 }
@@ -461,6 +502,35 @@ void Lesson::picture(const std::string& title, const std::string& file,
         }
     svg << "</svg>\n";
     std::printf("  wrote %s\n", path.c_str());
+}
+
+void Lesson::heads(const std::string& title, const std::string& file, const mha::Tensor4& w) {
+    const std::size_t B = w.shape(0), H = w.shape(1), Tq = w.shape(2), Tk = w.shape(3);
+    if (w.size() == 0) throw std::invalid_argument("heads(): no weights to draw for " + title);
+    std::vector<std::vector<float>> m(Tq, std::vector<float>(H * (Tk + 1) - 1, 0.0f));
+    for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t i = 0; i < Tq; ++i)
+            for (std::size_t j = 0; j < Tk; ++j) {
+                double mean = 0;
+                for (std::size_t b = 0; b < B; ++b) mean += w(b, h, i, j);
+                m[i][h * (Tk + 1) + j] = static_cast<float>(mean / B);
+            }
+    picture(title, file, m, "query", "key");
+}
+
+std::string sparkline(const std::vector<double>& v, std::size_t width) {
+    static const char* bars[] = {"\u2581", "\u2582", "\u2583", "\u2584",
+                                 "\u2585", "\u2586", "\u2587", "\u2588"};
+    if (v.empty() || width == 0) return "";
+    const std::size_t n = std::min(width, v.size());
+    double lo = v[0], hi = v[0];
+    for (double x : v) lo = std::min(lo, x), hi = std::max(hi, x);
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double x = v[i * v.size() / n];
+        s += bars[hi > lo ? std::lround(7 * (x - lo) / (hi - lo)) : 0];
+    }
+    return s;
 }
 
 int Lesson::check(const std::string& what, double max_diff, double tol) {

@@ -26,6 +26,15 @@ struct Options {
     bool predict = false;  // ask for every shape before showing it
     std::string svg_dir;   // write pictures here
     std::string dump_dir;  // write every tensor a step shows as .npy here
+    std::map<std::string, double> extra;  // a lesson's own flags, by name
+};
+
+/// A flag only one lesson takes, such as lesson 19's --steps: a number in
+/// [min, max], whole when @p whole.
+struct Extra {
+    std::string flag, meta, help;  // "--steps", "N", "training steps"
+    double value, min, max;        // the default and the range
+    bool whole = true;
 };
 
 /// A lesson's name, one-line summary, and what its flags mean for it.
@@ -38,6 +47,10 @@ struct Info {
     // must divide d_model (lesson 08 shows a count that does not).
     std::size_t default_heads = 8;
     bool heads_divide = true;
+    // The other sizes when not given, --tiny's batch, and the lesson's own flags.
+    std::size_t default_batch = 128, default_time = 64, default_d_model = 512;
+    std::size_t tiny_batch = 1;
+    std::vector<Extra> extra = {};
 };
 
 /// What a step shows of its tensor: at --tiny its numbers too, or its shape
@@ -137,6 +150,9 @@ public:
     void picture(const std::string& title, const std::string& file,
                  const std::vector<std::vector<float>>& m,
                  const std::string& row_label, const std::string& col_label);
+    /// Every head of @p w `[B, H, Tq, Tk]`, averaged over the batch, side by
+    /// side a blank column apart, as one picture().
+    void heads(const std::string& title, const std::string& file, const mha::Tensor4& w);
     /// The closing self-check: prints "OK, max |diff| = ..." and returns
     /// the exit code (0 when max_diff <= tol).
     int check(const std::string& what, double max_diff, double tol);
@@ -165,6 +181,10 @@ private:
 
 /// @p x with @p digits decimals, for sentences: fixed(0.61237) is "0.612".
 std::string fixed(double x, int digits = 3);
+
+/// @p v as a line of block characters, lowest to highest, in at most
+/// @p width columns (every k-th value when there are more).
+std::string sparkline(const std::vector<double>& v, std::size_t width = 60);
 
 /// The median seconds of @p runs calls of @p f after one warm-up call:
 /// enough to read a ratio in a lesson (bench/mha_bench times with more).

@@ -18,12 +18,14 @@
 
 namespace mha {
 
-namespace {
-
 // For y = x W^T + b over the rows of x [B, T, in]: dW = dy^T x,
 // db = the sum of dy over the rows, and dx = dy W.
-Tensor3 linear_backward(const Tensor3& x, const Tensor3& dy, const Linear& l,
-                        LinearGrad& g) {
+Tensor3 linear_backward(const Tensor3& x, const Tensor3& dy, const Linear& l, LinearGrad& g) {
+    if (x.shape(0) != dy.shape(0) || x.shape(1) != dy.shape(1) ||
+        x.shape(2) != l.in_features() || dy.shape(2) != l.out_features()) {
+        fail("linear_backward: x " + shape_of(x) + " and dy " + shape_of(dy) +
+             " do not fit a layer [out, in] = " + shape_of(l.weight));
+    }
     const std::size_t rows = x.shape(0) * x.shape(1);
     const std::size_t in = l.in_features(), out = l.out_features();
     const std::array<std::size_t, 2> x_rows{rows, in}, dy_rows{rows, out};
@@ -35,8 +37,6 @@ Tensor3 linear_backward(const Tensor3& x, const Tensor3& dy, const Linear& l,
     const std::array<std::size_t, 3> x_shape{x.shape(0), x.shape(1), in};
     return xt::reshape_view(dx, x_shape);                // [B, T, in]
 }
-
-}  // namespace
 
 AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query,
                                const Tensor3& key, const Tensor3& value,

@@ -21,6 +21,17 @@ struct LinearGrad {
     Tensor1 bias;    ///< dL/db `[out]`
 };
 
+/// The gradients of `y = layer(x)` (linear()): dW = dy^T x, db = the sum
+/// of dy over the B T rows, and the returned dx = dy W.
+/// @param x     the layer's input `[B, T, in]`
+/// @param dy    dL/dy `[B, T, out]`
+/// @param layer the layer
+/// @param grad  gets dL/dW `[out, in]` and dL/db `[out]`
+/// @return      dL/dx `[B, T, in]`
+/// @throws std::invalid_argument when the shapes do not fit the layer.
+Tensor3 linear_backward(const Tensor3& x, const Tensor3& dy, const Linear& layer,
+                        LinearGrad& grad);
+
 /// Every gradient of one forward call.
 struct AttentionGrads {
     LinearGrad wq;               ///< dL/d wq's weight and bias

@@ -1,0 +1,56 @@
+// Training, 3: the two update rules.
+#include "mha/optim.hpp"
+
+#include <cmath>
+
+#include "mha/shape.hpp"
+
+namespace mha {
+
+void Sgd::step(const std::vector<Parameter>& params) const {
+    for (const Parameter& p : params)
+        for (std::size_t i = 0; i < p.size; ++i) p.value[i] -= lr * p.grad[i];
+}
+
+Adam::Adam(float lr, float beta1, float beta2, float eps)
+    : lr_(lr), beta1_(beta1), beta2_(beta2), eps_(eps) {
+    if (!(lr > 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
+        !(eps >= 0)) {
+        fail("Adam: lr must be > 0, betas in [0, 1) and eps >= 0");
+    }
+}
+
+void Adam::step(const std::vector<Parameter>& params) {
+    if (t_ == 0) {
+        for (const Parameter& p : params) {
+            m_.emplace_back(p.size, 0.0f);
+            v_.emplace_back(p.size, 0.0f);
+        }
+    }
+    if (params.size() != m_.size()) {
+        fail("Adam: step() got " + std::to_string(params.size()) +
+             " parameters, the first step " + std::to_string(m_.size()));
+    }
+    for (std::size_t k = 0; k < params.size(); ++k)
+        if (params[k].size != m_[k].size()) {
+            fail("Adam: parameter " + params[k].name + " has " +
+                 std::to_string(params[k].size) + " floats, at the first step " +
+                 std::to_string(m_[k].size()));
+        }
+    ++t_;
+    const float c1 = 1.0f - std::pow(beta1_, static_cast<float>(t_));  // bias corrections
+    const float c2 = 1.0f - std::pow(beta2_, static_cast<float>(t_));
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        const Parameter& p = params[k];
+        std::vector<float>& m = m_[k];
+        std::vector<float>& v = v_[k];
+        for (std::size_t i = 0; i < p.size; ++i) {
+            const float g = p.grad[i];
+            m[i] = beta1_ * m[i] + (1 - beta1_) * g;
+            v[i] = beta2_ * v[i] + (1 - beta2_) * g * g;
+            p.value[i] -= lr_ * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps_);
+        }
+    }
+}
+
+}  // namespace mha
