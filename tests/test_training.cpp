@@ -288,3 +288,28 @@ TEST_CASE("training: the same seed gives the same losses, and the loss falls") {
     CHECK(a != c);
     CHECK(a.back() < 0.8 * a.front());
 }
+
+TEST_CASE("the reversal task: batches, and the weight on the anti-diagonal") {
+    mha::Rng rng(9);
+    const mha::TokenBatch d = mha::reverse_batch(3, 5, 4, rng);
+    REQUIRE(d.x.shape() == mha::Tokens::shape_type{3, 5});
+    std::vector<int> seen(4, 0);
+    for (std::size_t b = 0; b < 3; ++b)
+        for (std::size_t i = 0; i < 5; ++i) {
+            CHECK(d.y(b, i) == d.x(b, 4 - i));
+            REQUIRE(d.x(b, i) >= 0);
+            REQUIRE(d.x(b, i) < 4);
+            ++seen[d.x(b, i)];
+        }
+    CHECK(std::count(seen.begin(), seen.end(), 0) == 0);  // 15 draws hit all 4 tokens
+    mha::Tensor4 w = xt::zeros<float>({2, 2, 5, 5});
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t i = 0; i < 5; ++i) {
+            w(b, 0, i, 4 - i) = 1.0f;                               // head 0: the anti-diagonal
+            for (std::size_t j = 0; j < 5; ++j) w(b, 1, i, j) = 0.2f;  // head 1: even
+        }
+    CHECK(mha::anti_diagonal_weight(w, 0) == doctest::Approx(1.0));
+    CHECK(mha::anti_diagonal_weight(w, 1) == doctest::Approx(0.2));
+    CHECK_THROWS_AS(mha::anti_diagonal_weight(w, 2), std::invalid_argument);
+    CHECK_THROWS_AS(mha::reverse_batch(0, 5, 4, rng), std::invalid_argument);
+}
