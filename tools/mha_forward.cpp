@@ -9,7 +9,9 @@
 // allowed; a float attn_mask is added to the scores) or the articles' (1 =
 // may attend). Writes OUT/output.npy [B, Tq, E] and OUT/attn_weights.npy
 // [B, H, Tq, Tk], one set of weights per head (only output.npy with
-// --no-weights or --incremental). A query whose keys are all
+// --no-weights or --incremental). With --grad-output G.npy (dL/d output)
+// it also writes every gradient under PyTorch's names, for torch.autograd
+// to compare with. A query whose keys are all
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
 // Bad input: one line on stderr naming the file and the shapes, exit 2.
 #include <unistd.h>
@@ -25,9 +27,11 @@
 #include <stdexcept>
 #include <string>
 
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
 #include "mha/attention.hpp"
+#include "mha/backward.hpp"
 #include "mha/kv_cache.hpp"
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
@@ -63,6 +67,12 @@ more:
   --no-weights       need_weights=False: tiled, writes only output.npy
   --incremental      self-attention a position at a time through a KV cache,
                      causal by construction (no other mask); only output.npy
+  --grad-output G.npy  dL/d output [B, Tq, E]: also writes the gradients as
+                     PyTorch names them: in_proj_weight.grad.npy [3E, E],
+                     in_proj_bias.grad.npy [3E], out_proj.weight.grad.npy,
+                     out_proj.bias.grad.npy (q_proj... o_proj with
+                     --num-kv-heads), query.grad.npy, and key.grad.npy,
+                     value.grad.npy for cross-attention
 )";
 
 struct Bad : std::invalid_argument {
@@ -72,7 +82,7 @@ struct Bad : std::invalid_argument {
 // Flags that take a value, and those that do not.
 const char* const kValued[] = {"--weights", "--num-heads", "--query", "--key", "--value",
                                "--attn-mask", "--key-padding-mask", "--keep-mask",
-                               "--fill", "--out", "--num-kv-heads"};
+                               "--fill", "--out", "--num-kv-heads", "--grad-output"};
 const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental"};
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
@@ -97,6 +107,8 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
         if (!args.count(need)) throw Bad(std::string("missing ") + need + " (try --help)");
     if (args.count("--key") != args.count("--value"))
         throw Bad("--key and --value go together: both, or neither for self-attention");
+    if (args.count("--grad-output") && (args.count("--incremental") || args.count("--no-weights")))
+        throw Bad("--grad-output needs the weights: not with --incremental or --no-weights");
     if (args.count("--incremental")) {
         if (args.count("--key")) throw Bad("--incremental is self-attention: no --key, --value");
         for (const char* mask : {"--attn-mask", "--key-padding-mask", "--keep-mask"})
@@ -145,6 +157,33 @@ mha::Tensor3 incremental(const mha::MultiHeadAttention& m, const mha::Tensor3& x
         xt::view(y, xt::all(), xt::range(t, t + 1)) = m.decode(x_t, cache);
     }
     return y;
+}
+
+// What loss.backward() leaves in .grad, under PyTorch's names: with as many
+// kv heads as heads, nn.MultiheadAttention's (wq, wk, wv stacked into
+// in_proj), else q_proj ... o_proj. Self-attention's one input gets the sum.
+void save_grads(const std::string& out, const mha::AttentionGrads& g, bool grouped,
+                bool cross) {
+    auto save = [&](const std::string& name, const auto& t) {
+        mha::save_npy(out + "/" + name + ".grad.npy", t);
+    };
+    if (grouped) {
+        save("q_proj.weight", g.wq.weight), save("q_proj.bias", g.wq.bias);
+        save("k_proj.weight", g.wk.weight), save("k_proj.bias", g.wk.bias);
+        save("v_proj.weight", g.wv.weight), save("v_proj.bias", g.wv.bias);
+        save("o_proj.weight", g.w_o.weight), save("o_proj.bias", g.w_o.bias);
+    } else {
+        save("in_proj_weight", mha::Tensor2(xt::concatenate(
+                                   xt::xtuple(g.wq.weight, g.wk.weight, g.wv.weight), 0)));
+        save("in_proj_bias", mha::Tensor1(xt::concatenate(
+                                 xt::xtuple(g.wq.bias, g.wk.bias, g.wv.bias), 0)));
+        save("out_proj.weight", g.w_o.weight), save("out_proj.bias", g.w_o.bias);
+    }
+    if (cross) {
+        save("query", g.query), save("key", g.key), save("value", g.value);
+    } else {
+        save("query", mha::Tensor3(g.query + g.key + g.value));
+    }
 }
 
 void make_out_dir(const std::string& dir) {
@@ -200,6 +239,27 @@ int main(int argc, char** argv) {
             mha::save_npy(out + "/output.npy", y);
             std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
                         mha::shape_of(y).c_str());
+            return 0;
+        }
+        if (args.count("--grad-output")) {
+            const mha::Tensor3 g_out = mha::load_npy_tensor3(at("--grad-output"), "grad-output");
+            if (g_out.shape() != mha::Tensor3::shape_type{B, Tq, E}) {
+                throw Bad(at("--grad-output") + ": grad-output is " + mha::shape_of(g_out) +
+                          ", the output [B, Tq, E] = [" +
+                          std::to_string(B) + ", " + std::to_string(Tq) + ", " +
+                          std::to_string(E) + "]");
+            }
+            if (only_causal) add(mha::causal_mask(Tq, Tk));  // backward() takes the tensor
+            const mha::Mask* mask = keep ? &*keep : nullptr;
+            const mha::ForwardTrace t = m.trace(q, k, v, mask, fill, masks.bias_ptr());
+            const mha::AttentionGrads g =
+                mha::backward(m, t, q, k, v, g_out, mask, fill, masks.bias_ptr());
+            mha::save_npy(out + "/output.npy", t.output);
+            mha::save_npy(out + "/attn_weights.npy", t.weights);
+            save_grads(out, g, H_kv != H, cross);
+            std::printf("wrote %s/output.npy %s, attn_weights.npy %s, *.grad.npy\n",
+                        out.c_str(), mha::shape_of(t.output).c_str(),
+                        mha::shape_of(t.weights).c_str());
             return 0;
         }
         const mha::AttentionOutput o =
