@@ -50,6 +50,7 @@
 #include "common.hpp"
 #include "mha/attend.hpp"
 #include "mha/attention.hpp"
+#include "mha/backward.hpp"
 #include "mha/fast/blas.hpp"
 #include "mha/heads.hpp"
 #include "mha/fast/memory.hpp"
@@ -264,6 +265,51 @@ int main(int argc, char** argv) {
         paired("forward_into, output reused:", reuse_s, reuse_ratios);
         if (packed) paired("forward_into, all in BLAS:", blas_s, blas_ratios);
 
+        // The backward from a kept trace, as a training step runs it, each
+        // paired with an sgemm; then trace + backward, a whole training step.
+        const mha::Tensor3 d_out = mha::randn(B, T, E, rng);
+        std::vector<double> bwd_s, bwd_ratios, bwd_peaks, step_s;
+        {
+            Sgemm g;
+            mha::ForwardTrace tr = m.trace(x, x, x, &causal);
+            mha::backward(m, tr, x, x, x, d_out, &causal);  // warm-up
+            for (int r = 0; r < g_runs; ++r) {
+                const double p = g.gflops(1);
+                const double s = median_seconds(
+                    [&] { mha::backward(m, tr, x, x, x, d_out, &causal); }, 1);
+                bwd_s.push_back(s);
+                bwd_peaks.push_back(p);
+                bwd_ratios.push_back(s / (2 * flops / (p * 1e9)));
+                step_s.push_back(median_seconds([&] {
+                    const mha::ForwardTrace t2 = m.trace(x, x, x, &causal);
+                    mha::backward(m, t2, x, x, x, d_out, &causal);
+                }, 1));
+            }
+        }
+        const double bwd = median(bwd_s);
+        std::printf("  %-28s %.3f s, %.1f GFLOP/s, %.2fx roofline (FLOPs: 2x the forward's)\n",
+                    "backward(), from a trace:", bwd, 2 * flops / bwd / 1e9, median(bwd_ratios));
+        std::printf("  %-28s %.3f s\n", "training step, trace+backward:", median(step_s));
+        // Peak memory of one training step, against what must exist: the
+        // input, the weights, the trace the backward reads (Q, K, V, the
+        // weights, the context, the output), dL/d output, and the gradients
+        // (the four layers' and one dL/dX).
+        out = {};  // the forward's output above is no part of a training step
+        mha::fast::release_kept_memory();
+        reset_peak_rss();
+        const double before_mb = peak_rss_mb();
+        {
+            const mha::ForwardTrace t2 = m.trace(x, x, x, &causal);
+            mha::backward(m, t2, x, x, x, d_out, &causal);
+        }
+        const double params_mb = (4 * E * E + 4 * E) * 4.0 / 1e6;
+        const double bte_mb = B * T * E * 4.0 / 1e6, bhtt_mb = B * H * T * T * 4.0 / 1e6;
+        const double must_mb = 2 * params_mb + 8 * bte_mb + bhtt_mb;  // x q k v ctx out dy dx
+        std::printf("  peak resident memory of the process during a training step: %.0f MB "
+                    "(%.0f MB before it),\n  %.2fx the %.0f MB that must exist (input, weights, "
+                    "trace, dL/d output, gradients)\n", peak_rss_mb(), before_mb,
+                    peak_rss_mb() / must_mb, must_mb);
+
         if (!article_only) {
             // Each column: seconds, then (time / time at T = 64) divided by
             // (FLOPs / FLOPs at T = 64): 1.00 means the cost grows exactly as
@@ -344,6 +390,10 @@ int main(int argc, char** argv) {
         std::printf("\nforward %zux%zux%zu h%zu causal: median %.3f s, %.1f GFLOP/s, "
                     "%.2fx roofline (sgemm %.1f GFLOP/s)\n",
                     B, T, E, H, fwd, flops / fwd / 1e9, roofline, pair_peak);
+        std::printf("backward %zux%zux%zu h%zu causal: median %.3f s, %.1f GFLOP/s, "
+                    "%.2fx roofline (sgemm %.1f GFLOP/s)\n",
+                    B, T, E, H, bwd, 2 * flops / bwd / 1e9, median(bwd_ratios),
+                    median(bwd_peaks));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "mha_bench: %s\n", e.what());
         return 1;

@@ -13,7 +13,10 @@ rows, at the other T its T table. Both sides compute the output and the
 per-head weights (need_weights=True, average_attn_weights=False), with a
 causal bool mask, under torch.no_grad() in eval mode. At the end, the
 articles' shape is timed again in rounds (7 unless --rounds) of PyTorch
-then `mha_bench --article`, one ratio per round and their median: this
+then `mha_bench --article`, one ratio per round and their median, for the
+forward and for a training step (PyTorch's forward with autograd recording,
+need_weights True or False, whichever is faster, then backward; ours
+trace() then backward(), every gradient filled on both sides): this
 machine's speed drifts by +-20% over seconds, and more rounds make the
 median steadier.
 
@@ -81,6 +84,25 @@ def pytorch_times(B, T):
     return times(run)
 
 
+def pytorch_train_times(B, T, need_weights):
+    """A training step: the forward with autograd recording, then backward
+    of sum(output * G), every parameter's and x's gradient filled."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(E, H, batch_first=True)
+    x = torch.randn(B, T, E, requires_grad=True)
+    g = torch.randn(B, T, E)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+
+    def run():
+        mha.zero_grad(set_to_none=True)
+        x.grad = None
+        out, _ = mha(x, x, x, attn_mask=mask, need_weights=need_weights,
+                     average_attn_weights=False)
+        out.backward(g)
+
+    return times(run)
+
+
 def time_pytorch():
     return {T: pytorch_times(B, T) for B, T in SHAPES}
 
@@ -142,6 +164,11 @@ def run_ours(*flags):
     return subprocess.run([str(repo / "build" / "bench" / "mha_bench"),
                            "--runs", str(args.runs), *flags], env=env, check=True,
                           capture_output=True, text=True).stdout
+
+
+def train_64(out):
+    """The training step's median at the articles' shape."""
+    return float(re.search(r"^  training step, trace\+backward: ([0-9.]+) s", out, re.M).group(1))
 
 
 def at_64(out):
@@ -236,15 +263,23 @@ for B, T in SHAPES:
 print()
 print(f"the articles' shape in turns (PyTorch, then mha_bench --article), "
       f"{args.rounds} rounds:")
-ratios = []
+ratios, train = [], []
 for r in range(args.rounds):
     theirs = statistics.median(pytorch_times(128, 64))
-    fwd, into = at_64(run_ours("--article"))
+    # PyTorch's faster training step of the two: with or without the weights
+    theirs_train = min(statistics.median(pytorch_train_times(128, 64, w)) for w in (True, False))
+    out = run_ours("--article")
+    fwd, into = at_64(out)
+    step = train_64(out)
     ratios.append((fwd / theirs, into / theirs))
+    train.append(step / theirs_train)
     print(f"  round {r + 1}: PyTorch {theirs:.4f} s, forward() {fwd:.4f} s "
-          f"({fwd / theirs:.2f}x), forward_into {into:.4f} s ({into / theirs:.2f}x)")
+          f"({fwd / theirs:.2f}x), forward_into {into:.4f} s ({into / theirs:.2f}x); "
+          f"training step: PyTorch {theirs_train:.4f} s, ours {step:.4f} s "
+          f"({step / theirs_train:.2f}x)")
 print(f"  median ratio: forward() {statistics.median(x for x, _ in ratios):.2f}x, "
-      f"forward_into {statistics.median(y for _, y in ratios):.2f}x")
+      f"forward_into {statistics.median(y for _, y in ratios):.2f}x, "
+      f"training step {statistics.median(train):.2f}x")
 if args.part == "all":
     compare_decode()
     compare_long()

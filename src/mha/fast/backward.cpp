@@ -55,25 +55,32 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     AttentionGrads g;
 
-    // 1) output = context W_o^T + b_o
-    Tensor3 d_context = Tensor3::from_shape({B, Tq, E});
-    g.w_o = linear_backward(t.context.data(), d_output.data(), B * Tq, m.w_o,
-                            d_context.data());
+    // 1) output = context W_o^T + b_o: dW_o = dy^T context, db_o = sum of dy
+    g.w_o = LinearGrad{Tensor2::from_shape({E, E}), Tensor1::from_shape({E})};
+    gemm({d_output.data(), B * Tq, E, E}, true, {t.context.data(), B * Tq, E, E}, false,
+         g.w_o.weight.data(), E);
+    g.w_o.bias.fill(0.0f);
+    for (std::size_t r = 0; r < B * Tq; ++r)
+        for (std::size_t o = 0; o < E; ++o) g.w_o.bias(o) += d_output.data()[r * E + o];
 
-    // 2) per (sequence, kv head), each on its own blocks, and within it per
-    //    query head of the group: weights x V, softmax, mask, scores. The
-    //    group's heads add their dK and dV into the one kv head they share.
+    // 2) per (sequence, kv head), each on its own blocks: first that group's
+    //    columns of d context = dy W_o (never the whole [B, Tq, E] at once),
+    //    then per query head of the group: weights x V, softmax, mask,
+    //    scores. The group's heads add their dK and dV into the kv head
+    //    they share.
     Tensor3 dq = Tensor3::from_shape({B, Tq, E});
     Tensor3 dk = Tensor3::from_shape({B, Tk, Ekv}), dv = Tensor3::from_shape({B, Tk, Ekv});
-    auto head_backward = [&](std::size_t b, std::size_t h, float* dP) {  // dP: [Tq, Tk]
+    const std::size_t GD = group * D;  // the group's columns of the context
+    // dP: [Tq, Tk]; dctx_g: the group's d context [Tq, GD]
+    auto head_backward = [&](std::size_t b, std::size_t h, float* dP, const float* dctx_g) {
         const std::size_t g = h / group;
         const float add = h == g * group ? 0.0f : 1.0f;  // beta: the group's first writes
         const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * Ekv + g * D;
-        const float* P = &t.weights(b, h, 0, 0);    // [Tq, Tk]
-        const float* dctx = d_context.data() + qo;  // [Tq, D], rows E apart
+        const float* P = &t.weights(b, h, 0, 0);           // [Tq, Tk]
+        const float* dctx = dctx_g + (h - g * group) * D;  // [Tq, D], rows GD apart
         // context = P V:  dP = dctx V^T,  dV = P^T dctx
-        gemm({dctx, Tq, D, E}, false, {t.v.data() + ko, Tk, D, Ekv}, true, dP, Tk);
-        gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, E}, false, dv.data() + ko, Ekv, 1.0f, add);
+        gemm({dctx, Tq, D, GD}, false, {t.v.data() + ko, Tk, D, Ekv}, true, dP, Tk);
+        gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, GD}, false, dv.data() + ko, Ekv, 1.0f, add);
         // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is a
         // constant (the fill): its gradient is 0
         for (std::size_t i = 0; i < Tq; ++i) {
@@ -96,20 +103,25 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     };
     std::atomic<std::size_t> next_pair{0};
     parallel_for(std::min(B * H_kv, worker_count()), [&](std::size_t, std::size_t) {
-        Buffer dP(Tq * Tk);  // this worker's
+        Buffer dP(Tq * Tk), dctx(Tq * GD);  // this worker's
         for (std::size_t bg; (bg = next_pair++) < B * H_kv;) {
             const std::size_t b = bg / H_kv, g = bg % H_kv;
+            gemm({d_output.data() + b * Tq * E, Tq, E, E}, false,
+                 {m.w_o.weight.data() + g * GD, E, GD, E}, false, dctx.data(), GD);
             for (std::size_t h = g * group; h < (g + 1) * group; ++h)
-                head_backward(b, h, dP.data());
+                head_backward(b, h, dP.data(), dctx.data());
         }
     });
+    // each scratch tensor below goes as soon as it is used: the peak memory
 
     // 3) the three projections
     g.query = Tensor3::from_shape({B, Tq, E});
-    g.key = Tensor3::from_shape({B, Tk, E});
-    g.value = Tensor3::from_shape({B, Tk, E});
     g.wq = linear_backward(in.query.data(), dq.data(), B * Tq, m.wq, g.query.data());
+    dq = Tensor3();
+    g.key = Tensor3::from_shape({B, Tk, E});
     g.wk = linear_backward(in.key.data(), dk.data(), B * Tk, m.wk, g.key.data());
+    dk = Tensor3();
+    g.value = Tensor3::from_shape({B, Tk, E});
     g.wv = linear_backward(in.value.data(), dv.data(), B * Tk, m.wv, g.value.data());
     return g;
 }
