@@ -79,10 +79,12 @@ int main(int argc, char** argv) {
 
         L.section("3. One head's weights as a picture");
         std::vector<std::vector<float>> grid(T, std::vector<float>(T));
+        std::vector<std::vector<bool>> masked(T, std::vector<bool>(T));
         for (std::size_t i = 0; i < T; ++i)
-            for (std::size_t j = 0; j < T; ++j) grid[i][j] = W(0, 0, i, j);
-        L.picture("attention weights, batch 0, head 0", "attention_weights",
-                  grid, "query i", "key j");
+            for (std::size_t j = 0; j < T; ++j)
+                grid[i][j] = W(0, 0, i, j), masked[i][j] = !causal(0, 0, i, j);
+        L.picture("weights[0, 0], batch 0, head 0", "attention_weights",
+                  grid, "query i", "key j", masked);
 
         return L.check("mha::softmax(S)",
                        mha::max_abs_diff(W, mha::softmax(S)), 1e-6);

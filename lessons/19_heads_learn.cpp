@@ -112,11 +112,10 @@ int main(int argc, char** argv) {
         L.dump("weights.midway", midway), L.dump("weights.end", t.attn.weights);
 
         L.section("4. The heads' weights as they form (mean over a batch)");
-        L.heads("before training: head 0 | head 1 ...", "19_weights_before", before);
+        L.heads("before training", "19_weights_before", before);
         L.heads("midway (step " + std::to_string(steps / 2) + ")", "19_weights_midway", midway);
         L.section("5. The heads' weights at the end");
-        L.heads("step " + std::to_string(steps) + ": head 0 | head 1 ...", "19_weights_end",
-                t.attn.weights);
+        L.heads("step " + std::to_string(steps), "19_weights_end", t.attn.weights);
         L.say("Row i is query i. In the head that learned the task its weight sits on key "
               "T-1-i, where the answer is: the anti-diagonal (section 7 measures it).");
 

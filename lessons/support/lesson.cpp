@@ -1,5 +1,6 @@
 // The lesson frame: flags, printing, pictures, --dump, --predict, checks.
 #include "lesson.hpp"
+#include "svg.hpp"
 
 #include "mha/heads.hpp"
 #include "mha/io/npy.hpp"
@@ -466,7 +467,19 @@ bool Lesson::relation(const std::string& lhs_name, double lhs, const std::string
 
 void Lesson::picture(const std::string& title, const std::string& file,
                      const std::vector<std::vector<float>>& m,
-                     const std::string& row_label, const std::string& col_label) {
+                     const std::string& row_label, const std::string& col_label,
+                     const std::vector<std::vector<bool>>& masked, bool diverging) {
+    terminal(title, m, row_label, col_label, masked, diverging);
+    if (opt.svg_dir.empty()) return;
+    const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
+    write_svg(file, {svg::Grid{"", m, masked}},
+              title + "  [" + std::to_string(rows) + ", " + std::to_string(cols) + "]",
+              row_label, col_label, diverging);
+}
+
+void Lesson::terminal(const std::string& title, const std::vector<std::vector<float>>& m,
+                      const std::string& row_label, const std::string& col_label,
+                      const std::vector<std::vector<bool>>& masked, bool diverging) {
     const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
     const std::size_t shown = std::min<std::size_t>(rows, 20);
     const std::size_t shown_cols = std::min<std::size_t>(cols, 20);
@@ -475,32 +488,42 @@ void Lesson::picture(const std::string& title, const std::string& file,
                 shown < rows || shown_cols < cols ? "; first cells only" : "");
     for (std::size_t i = 0; i < shown; ++i) {
         std::string line = "  ";
-        for (std::size_t j = 0; j < shown_cols; ++j) line += shade(m[i][j]);
+        for (std::size_t j = 0; j < shown_cols; ++j)
+            line += !masked.empty() && masked[i][j] ? "\u00b7\u00b7"
+                                                    : shade(diverging ? std::fabs(m[i][j]) : m[i][j]);
         std::printf("%s|\n", line.c_str());
     }
-    std::printf("  key: '  ' 0   \u2591 <.1   \u2592 <.3   \u2593 <.6   \u2588 >=.6\n");
+    std::printf("  key: '  ' 0   \u2591 <.1   \u2592 <.3   \u2593 <.6   \u2588 >=.6%s%s\n",
+                diverging ? " (of |value|)" : "", masked.empty() ? "" : "   \u00b7\u00b7 masked");
+}
+
+void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
+                       const std::string& title, const std::string& row_label,
+                       const std::string& col_label, bool diverging) {
+    svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0};
+    for (const svg::Grid& g : grids)
+        for (std::size_t i = 0; i < g.value.size(); ++i)
+            for (std::size_t j = 0; j < g.value[i].size(); ++j) {
+                if (!g.masked.empty() && g.masked[i][j]) continue;
+                const double v = g.value[i][j];
+                if (std::isfinite(v)) st.lo = std::min(st.lo, v), st.hi = std::max(st.hi, v);
+            }
+    if (!(st.hi > st.lo)) st.hi = st.lo + 1;
+    const std::string path = opt.svg_dir + "/" + file + ".svg";
+    std::ofstream out(path);
+    if (!out) throw std::runtime_error("cannot write " + path);
+    out << svg::heatmap(grids, st);
+    std::printf("  wrote %s\n", path.c_str());
+}
+
+void Lesson::plot(const std::string& title, const std::string& file,
+                  const std::string& x_label, const std::vector<double>& x,
+                  const std::vector<svg::Series>& series, bool log2_x) {
     if (opt.svg_dir.empty()) return;
     const std::string path = opt.svg_dir + "/" + file + ".svg";
-    std::ofstream svg(path);
-    if (!svg) throw std::runtime_error("cannot write " + path);
-    const int cell = static_cast<int>(std::max<std::size_t>(4, 320 / std::max(rows, cols)));
-    const int w = int(cols) * cell + 60, h = int(rows) * cell + 60;
-    svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h
-        << "' font-family='sans-serif' font-size='12'>\n"
-        << "<text x='40' y='16'>" << title << "</text>\n"
-        << "<text x='40' y='" << h - 6 << "'>" << col_label << " \u2192</text>\n"
-        << "<text x='14' y='" << 40 + rows * cell / 2 << "' transform='rotate(90 14,"
-        << 40 + rows * cell / 2 << ")'>" << row_label << " \u2192</text>\n";
-    for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t j = 0; j < cols; ++j) {
-            const float x = std::isfinite(m[i][j]) ? m[i][j] : 0.0f;
-            const int g = 255 - static_cast<int>(std::lround(
-                                    std::min(1.0f, std::max(0.0f, x)) * 255));
-            svg << "<rect x='" << 40 + int(j) * cell << "' y='" << 24 + int(i) * cell
-                << "' width='" << cell << "' height='" << cell << "' fill='rgb(" << g
-                << ',' << g << ',' << g << ")' stroke='#ccc'/>\n";
-        }
-    svg << "</svg>\n";
+    std::ofstream out(path);
+    if (!out) throw std::runtime_error("cannot write " + path);
+    out << svg::line_plot(info.name + ": " + title, x_label, x, series, log2_x);
     std::printf("  wrote %s\n", path.c_str());
 }
 
@@ -508,14 +531,22 @@ void Lesson::heads(const std::string& title, const std::string& file, const mha:
     const std::size_t B = w.shape(0), H = w.shape(1), Tq = w.shape(2), Tk = w.shape(3);
     if (w.size() == 0) throw std::invalid_argument("heads(): no weights to draw for " + title);
     std::vector<std::vector<float>> m(Tq, std::vector<float>(H * (Tk + 1) - 1, 0.0f));
-    for (std::size_t h = 0; h < H; ++h)
+    std::vector<svg::Grid> grids(H);
+    for (std::size_t h = 0; h < H; ++h) {
+        grids[h].name = "head " + std::to_string(h);
+        grids[h].value.assign(Tq, std::vector<float>(Tk));
         for (std::size_t i = 0; i < Tq; ++i)
             for (std::size_t j = 0; j < Tk; ++j) {
                 double mean = 0;
                 for (std::size_t b = 0; b < B; ++b) mean += w(b, h, i, j);
-                m[i][h * (Tk + 1) + j] = static_cast<float>(mean / B);
+                m[i][h * (Tk + 1) + j] = grids[h].value[i][j] = static_cast<float>(mean / B);
             }
-    picture(title, file, m, "query", "key");
+    }
+    terminal(title + ": head 0 | head 1 ...", m, "query", "key", {}, false);
+    if (!opt.svg_dir.empty())
+        write_svg(file, grids, title + ", the mean over " + std::to_string(B) + " sequences  [" +
+                  std::to_string(H) + ", " + std::to_string(Tq) + ", " + std::to_string(Tk) + "]",
+                  "query", "key", false);
 }
 
 std::string sparkline(const std::vector<double>& v, std::size_t width) {

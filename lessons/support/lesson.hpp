@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mha/shape.hpp"
+#include "svg.hpp"
 
 namespace lesson {
 
@@ -145,14 +146,23 @@ public:
     bool relation(const std::string& lhs_name, double lhs, const std::string& rhs_name,
                   double rhs, double tolerance, const std::string& why_not);
 
-    /// A grid picture of a [rows, cols] matrix with values in [0, 1]:
-    /// shaded cells in the terminal, and DIR/<file>.svg with --svg DIR.
+    /// A grid picture of a [rows, cols] matrix: shaded cells in the terminal
+    /// (values in [0, 1]; '··' where @p masked), and with --svg DIR a heat
+    /// map DIR/<file>.svg (svg.hpp): title, ticks, colour bar, each cell's
+    /// value, masked cells hatched; @p diverging for scores and gradients.
     void picture(const std::string& title, const std::string& file,
                  const std::vector<std::vector<float>>& m,
-                 const std::string& row_label, const std::string& col_label);
-    /// Every head of @p w `[B, H, Tq, Tk]`, averaged over the batch, side by
-    /// side a blank column apart, as one picture().
+                 const std::string& row_label, const std::string& col_label,
+                 const std::vector<std::vector<bool>>& masked = {}, bool diverging = false);
+    /// Every head of @p w `[B, H, Tq, Tk]`, averaged over the batch: in the
+    /// terminal side by side a blank column apart, and with --svg DIR one
+    /// small multiple per head on a shared scale.
     void heads(const std::string& title, const std::string& file, const mha::Tensor4& w);
+    /// With --svg DIR, a line plot DIR/<file>.svg of each series against
+    /// @p x, with axes and a legend (the terminal shows the numbers).
+    void plot(const std::string& title, const std::string& file, const std::string& x_label,
+              const std::vector<double>& x, const std::vector<svg::Series>& series,
+              bool log2_x);
     /// The closing self-check: prints "OK, max |diff| = ..." and returns
     /// the exit code (0 when max_diff <= tol).
     int check(const std::string& what, double max_diff, double tol);
@@ -169,6 +179,12 @@ private:
                      const std::string& dims, const std::string& torch,
                      const std::string& cpp, bool numbers);
     void write_dump(const std::string& name, const Values& v);
+    void terminal(const std::string& title, const std::vector<std::vector<float>>& m,
+                  const std::string& row_label, const std::string& col_label,
+                  const std::vector<std::vector<bool>>& masked, bool diverging);
+    void write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
+                   const std::string& title, const std::string& row_label,
+                   const std::string& col_label, bool diverging);
     void ask_shape(const std::string& lhs, const std::string& name, const Values& v,
                    const std::string& dims);
     std::string with_sizes(const std::string& dims) const;
