@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""The lessons' SVG pictures carry the numbers the lessons computed.
+
+    /usr/bin/python3 tests/check_svg.py BUILD_DIR WORK_DIR
+
+Runs lesson 05 at --tiny and lesson 19 at --tiny with --svg and --dump, then:
+every SVG written is well-formed XML; in lesson 05's weights picture each
+cell's <title> holds weights[0, 0, i, j] of the dumped weights.npy to 4
+digits, and the cells the causal mask hides say "masked" (and only those);
+in lesson 19's last picture, head h's cell (i, j) holds the mean over the
+batch of the dumped weights.end[:, h, i, j]. Exit 0 when all hold, 1 when one
+does not, 77 (skipped) without python3-numpy.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+try:
+    import numpy as np
+except ImportError as e:
+    print(f"skipped: needs python3-numpy ({e})")
+    sys.exit(77)
+
+build, work = sys.argv[1], sys.argv[2]
+NS = "{http://www.w3.org/2000/svg}"
+failures = []
+
+
+def run(lesson):
+    subprocess.run([f"{build}/lessons/{lesson}", "--tiny", "--svg", f"{work}/svg",
+                    "--dump", f"{work}/dump"], check=True, capture_output=True)
+
+
+def cells(path):
+    """{(grid name, row, col): title text} of every cell of the picture."""
+    out = {}
+    for g in ET.parse(path).getroot().iter(NS + "g"):
+        for r in g.iter(NS + "rect"):
+            if r.get("data-row") is not None:
+                key = (g.get("data-name"), int(r.get("data-row")), int(r.get("data-col")))
+                out[key] = r.find(NS + "title").text
+    return out
+
+
+def value(title):
+    return title.rsplit(": ", 1)[1]
+
+
+run("05_softmax")
+run("19_heads_learn")
+for path in sorted(glob.glob(f"{work}/svg/*.svg")):
+    try:
+        ET.parse(path)
+    except ET.ParseError as e:
+        failures.append(f"{path}: not well-formed XML: {e}")
+
+w = np.load(f"{work}/dump/05_softmax/weights.npy")  # [B, H, T, T]
+c = cells(f"{work}/svg/attention_weights.svg")
+T = w.shape[2]
+if len(c) != T * T:
+    failures.append(f"lesson 05: {len(c)} cells, not {T * T}")
+for (_, i, j), title in c.items():
+    if j > i:  # above the diagonal: the causal mask hides it
+        if value(title) != "masked":
+            failures.append(f"lesson 05 cell ({i}, {j}) says {title!r}, not masked")
+    elif value(title) == "masked" or abs(float(value(title)) - w[0, 0, i, j]) > 5e-5:
+        failures.append(f"lesson 05 cell ({i}, {j}) says {title!r}, weights.npy {w[0, 0, i, j]:.6f}")
+
+w19 = np.load(f"{work}/dump/19_heads_learn/weights.end.npy").mean(axis=0)  # [H, T, T]
+c = cells(f"{work}/svg/19_weights_end.svg")
+if len(c) != w19.size:
+    failures.append(f"lesson 19: {len(c)} cells, not {w19.size}")
+for (name, i, j), title in c.items():
+    h = int(re.match(r"head (\d+)", name).group(1))
+    if abs(float(value(title)) - w19[h, i, j]) > 5e-5:
+        failures.append(f"lesson 19 {name} cell ({i}, {j}) says {title!r}, the dump's mean "
+                        f"{w19[h, i, j]:.6f}")
+
+for f in failures[:10]:
+    print("FAILED", f)
+print(f"{len(glob.glob(f'{work}/svg/*.svg'))} pictures, {len(failures)} failures")
+sys.exit(1 if failures else 0)
