@@ -7,5 +7,5 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${PROGRAM} ${ARGS} failed (${rc}):\n${out}${err}")
 endif()
 # The SVG lines name the build folder; keep the page independent of it.
-string(REGEX REPLACE "wrote [^\n]*/([a-z_]+\\.svg)" "wrote \\1" out "${out}")
+string(REGEX REPLACE "wrote [^\n]*/([a-z0-9_]+\\.svg)" "wrote \\1" out "${out}")
 file(WRITE ${OUT} "${out}")

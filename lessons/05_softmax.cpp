@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
                 grid[i][j] = W(0, 0, i, j), masked[i][j] = !causal(0, 0, i, j);
         L.picture("weights[0, 0], batch 0, head 0", "attention_weights",
                   grid, "query i", "key j", masked);
+        L.explore("causal weights = softmax(score)", "weights", {{"weights", &W}}, &causal);
 
         return L.check("mha::softmax(S)",
                        mha::max_abs_diff(W, mha::softmax(S)), 1e-6);

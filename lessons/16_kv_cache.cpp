@@ -34,9 +34,12 @@ int main(int argc, char** argv) {
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]: the whole sequence
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
         const mha::Mask causal = mha::causal_mask(T, T);
-        const mha::Tensor3 full = m.forward(X, X, X, &causal).output;  // [B, T, E]
+        const mha::AttentionOutput all = m.forward(X, X, X, &causal);
+        const mha::Tensor3& full = all.output;  // [B, T, E]
         L.recap("the causal forward, all T at once", "full", full, "B, T, E",
-                "m.forward(X, X, X, &causal).output");
+                "m.forward(X, X, X, &causal)");
+        L.explore("decoding: query t reads the t + 1 cached keys", "decode",
+                  {{"weights", &all.weights}}, &causal);
 
         L.section("1. Prefill the prompt");
         const std::size_t P = T > 8 ? T - 8 : 1;  // the prompt; the rest is decoded

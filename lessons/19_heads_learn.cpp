@@ -110,6 +110,9 @@ int main(int argc, char** argv) {
                     losses.front(), losses.back());
         if (!solved.empty()) L.say(solved);
         L.dump("weights.midway", midway), L.dump("weights.end", t.attn.weights);
+        L.explore("the heads learning to reverse", "training",
+                  {{"before training", &before}, {"step " + std::to_string(steps / 2), &midway},
+                   {"step " + std::to_string(steps), &t.attn.weights}});
 
         L.section("4. The heads' weights as they form (mean over a batch)");
         L.heads("before training", "19_weights_before", before);

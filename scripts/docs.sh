@@ -3,7 +3,8 @@
 # lesson's real output captured by the build. Fails on any Doxygen warning.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh doxygen libjs-mathjax
+scripts/install-deps.sh doxygen libjs-mathjax chromium chromium-driver python3-selenium \
+  python3-numpy fonts-noto-cjk
 scripts/build.sh
 cmake -S . -B build >/dev/null   # finds doxygen if it was just installed
 cmake --build build --target docs

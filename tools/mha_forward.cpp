@@ -41,14 +41,11 @@ namespace {
 const char* const kUsage = R"(usage: mha_forward --weights DIR --num-heads H --query Q.npy --out DIR
                    [--key K.npy --value V.npy] [masks] [--fill F] [more]
 
-  --weights DIR   a state_dict saved as one .npy file per entry, one of
-                    nn.MultiheadAttention: in_proj_weight, in_proj_bias,
-                      out_proj.weight, out_proj.bias
-                    the four-linear-layers article: wq, wk, wv, fc_out,
-                      each .weight [E, E] and .bias [E]
-                    the handwritten-course article: w_q, w_k, w_v, w_combine
-                    current models: q_proj, k_proj, v_proj, o_proj, .bias
-                      optional; k_proj, v_proj [G*D, E] with --num-kv-heads
+  --weights DIR   a state_dict, one .npy file per entry, of
+                    nn.MultiheadAttention (in_proj_weight, in_proj_bias,
+                      out_proj.weight, out_proj.bias), or the articles'
+                    (wq, wk, wv, fc_out; w_q, w_k, w_v, w_combine), or current
+                    models' (q_proj, k_proj, v_proj, o_proj; .bias optional)
   --num-heads H   heads; H must divide E
   --query Q.npy   [B, Tq, E], batch first, float32 (or float64)
   --key K.npy     [B, Tk, E], with --value, for cross-attention
@@ -60,19 +57,13 @@ masks, PyTorch's polarity (True = may not attend):
 masks, the articles' polarity (1 = may attend):
   --keep-mask M.npy  bool or float, [Tq, Tk], [B, Tq, Tk] or rank 4
   --causal           torch.tril: query i sees keys 0..i
-  --fill F           what masked scores become: -inf (default), or -1e10 as
-                     the four-linear-layers article fills
+  --fill F           masked scores: -inf (default), or -1e10 as an article
 more:
   --num-kv-heads G   grouped-query attention: G key/value heads, G divides H
   --no-weights       need_weights=False: tiled, writes only output.npy
-  --incremental      self-attention a position at a time through a KV cache,
-                     causal by construction (no other mask); only output.npy
-  --grad-output G.npy  dL/d output [B, Tq, E]: also writes the gradients as
-                     PyTorch names them: in_proj_weight.grad.npy [3E, E],
-                     in_proj_bias.grad.npy [3E], out_proj.weight.grad.npy,
-                     out_proj.bias.grad.npy (q_proj... o_proj with
-                     --num-kv-heads), query.grad.npy, and key.grad.npy,
-                     value.grad.npy for cross-attention
+  --incremental      self-attention through a KV cache, causal; only output.npy
+  --grad-output G.npy  dL/d output [B, Tq, E]: also the gradients as PyTorch
+                     names them (in_proj_weight.grad.npy ..., query.grad.npy)
 )";
 
 struct Bad : std::invalid_argument {

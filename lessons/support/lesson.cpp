@@ -3,6 +3,7 @@
 #include "svg.hpp"
 
 #include "mha/heads.hpp"
+#include "mha/mask.hpp"
 #include "mha/io/npy.hpp"
 
 #include <algorithm>
@@ -514,6 +515,63 @@ void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& gr
     if (!out) throw std::runtime_error("cannot write " + path);
     out << svg::heatmap(grids, st);
     std::printf("  wrote %s\n", path.c_str());
+}
+
+void Lesson::explore(const std::string& title, const std::string& kind,
+                     const std::vector<std::pair<std::string, const mha::Tensor4*>>& frames,
+                     const mha::Mask* mask) {
+    if (!dumping() || frames.empty()) return;
+    const mha::Tensor4& first = *frames[0].second;
+    const std::size_t B = first.shape(0), H = first.shape(1), Tq = first.shape(2),
+                      Tk = first.shape(3);
+    std::ostringstream o;
+    auto str = [](const std::string& t) {  // a JSON string
+        std::string q = "\"";
+        for (char c : t) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+        return q + "\"";
+    };
+    o << "{\"lesson\":" << str(info.name) << ",\"title\":" << str(title)
+      << ",\"kind\":" << str(kind) << ",\"sizes\":"
+      << str("B " + std::to_string(opt.batch) + ", T " + std::to_string(opt.time) + ", E " +
+             std::to_string(opt.d_model) + ", H " + std::to_string(opt.heads) +
+             (opt.tiny ? " (--tiny)" : ""))
+      << ",\"heads\":" << H << ",\"rows\":" << Tq << ",\"cols\":" << Tk << ",\"frames\":[";
+    const bool mean = kind == "training";
+    for (std::size_t f = 0; f < frames.size(); ++f) {
+        const mha::Tensor4& w = *frames[f].second;
+        if (w.shape() != first.shape())
+            throw std::invalid_argument("explore(): frames of different shapes");
+        o << (f ? "," : "") << "{\"label\":" << str(frames[f].first) << ",\"w\":[";
+        char num[32];
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t i = 0; i < Tq; ++i)
+                for (std::size_t j = 0; j < Tk; ++j) {
+                    double v = 0;
+                    for (std::size_t b = 0; b < (mean ? B : 1); ++b) v += w(b, h, i, j);
+                    std::snprintf(num, sizeof num, "%.6g", mean ? v / B : v);
+                    o << (h + i + j ? "," : "") << num;
+                }
+        o << "]}";
+    }
+    o << "],\"masked\":";
+    if (mask == nullptr) {
+        o << "null";
+    } else {
+        o << "[";
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t i = 0; i < Tq; ++i)
+                for (std::size_t j = 0; j < Tk; ++j)
+                    o << (h + i + j ? "," : "") << (mha::mask_row(*mask, 0, h, i)[j] ? 0 : 1);
+        o << "]";
+    }
+    o << "}";
+    explored_.push_back(o.str());
+    const std::string dir = opt.dump_dir + "/" + info.name;
+    std::filesystem::create_directories(dir);
+    std::ofstream js(dir + "/explorer.js");
+    for (const std::string& d : explored_)
+        js << "(window.MHA_DATA = window.MHA_DATA || []).push(" << d << ");\n";
+    if (!js) throw std::runtime_error("cannot write " + dir + "/explorer.js");
 }
 
 void Lesson::plot(const std::string& title, const std::string& file,

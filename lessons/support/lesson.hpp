@@ -136,6 +136,15 @@ public:
         dump("wv.weight", m.wv.weight), dump("wv.bias", m.wv.bias);
         dump("fc_out.weight", m.w_o.weight), dump("fc_out.bias", m.w_o.bias);
     }
+    /// With --dump DIR, adds a dataset to DIR/<lesson>/explorer.js, what the
+    /// docs' attention explorer (docs/explorer/) shows: the weights of
+    /// sequence 0 of each frame `[B, H, Tq, Tk]` (or, for "training", the
+    /// mean over the batch), and which cells @p mask hides. @p kind is
+    /// "weights", "decode" (a slider steps through the positions) or
+    /// "training" (a slider steps through the frames).
+    void explore(const std::string& title, const std::string& kind,
+                 const std::vector<std::pair<std::string, const mha::Tensor4*>>& frames,
+                 const mha::Mask* mask = nullptr);
     /// Gives a size symbol for step()'s dims, e.g. let("H_kv", 2).
     void let(const std::string& symbol, std::size_t value);
 
@@ -188,6 +197,7 @@ private:
     void ask_shape(const std::string& lhs, const std::string& name, const Values& v,
                    const std::string& dims);
     std::string with_sizes(const std::string& dims) const;
+    std::vector<std::string> explored_;  // explorer.js's datasets so far
     int sections_ = 0;
     std::map<std::string, std::size_t> symbols_;
     std::set<std::string> dumped_;

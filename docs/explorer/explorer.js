@@ -1,0 +1,139 @@
+// The attention explorer: draws the weights the lessons wrote (data.js,
+// window.MHA_DATA, one dataset per lesson call of Lesson::explore()).
+// No network, no library: it reads from the files next to it.
+"use strict";
+
+const data = window.MHA_DATA || [];
+const $ = (id) => document.getElementById(id);
+const state = { set: 0, head: "all", frame: 0, position: 0, query: null };
+
+// viridis through nine anchors, t in [0, 1]: the lessons' SVGs use the same
+const VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 82, 139], [44, 114, 142], [33, 145, 140],
+                 [40, 174, 128], [94, 201, 98], [173, 220, 48], [253, 231, 37]];
+function viridis(t) {
+  t = Math.min(1, Math.max(0, t || 0)) * (VIRIDIS.length - 1);
+  const i = Math.min(VIRIDIS.length - 2, Math.floor(t)), f = t - i;
+  const c = VIRIDIS[i].map((a, k) => Math.round(a + (VIRIDIS[i + 1][k] - a) * f));
+  return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
+}
+
+function current() { return data[state.set]; }
+function at(d, frame, h, i, j) { return d.frames[frame].w[(h * d.rows + i) * d.cols + j]; }
+function masked(d, h, i, j) { return d.masked !== null && d.masked[(h * d.rows + i) * d.cols + j] === 1; }
+function largest(d, frame) {
+  let m = 0;
+  d.frames[frame].w.forEach((v, k) => { if (d.masked === null || d.masked[k] === 0) m = Math.max(m, v); });
+  return m > 0 ? m : 1;
+}
+
+function fillControls() {
+  $("dataset").innerHTML = data.map((d, k) =>
+    `<option value="${k}">${d.lesson}: ${d.title} (${d.sizes})</option>`).join("");
+  $("dataset").value = String(state.set);
+  const d = current();
+  const heads = ["all"].concat([...Array(d.heads).keys()].map(String));
+  $("head").innerHTML = heads.map((h) => `<option value="${h}">${h === "all" ? "all heads" : "head " + h}</option>`).join("");
+  $("head").value = state.head;
+  $("frame-box").style.display = d.frames.length > 1 ? "" : "none";
+  $("frame").max = String(d.frames.length - 1);
+  $("frame").value = String(state.frame);
+  $("position-box").style.display = d.kind === "decode" ? "" : "none";
+  $("position").max = String(d.rows - 1);
+}
+
+function cellSize(d, panels) {
+  const side = Math.max(d.rows, d.cols);
+  return Math.max(4, Math.min(40, Math.floor(520 / side / Math.sqrt(panels))));
+}
+
+function draw() {
+  const d = current();
+  if (!d) { $("info").textContent = "no data: data.js is empty"; return; }
+  const heads = state.head === "all" ? [...Array(d.heads).keys()] : [Number(state.head)];
+  const top = largest(d, state.frame), size = cellSize(d, heads.length);
+  const box = $("grids");
+  box.innerHTML = "";
+  for (const h of heads) {
+    const panel = document.createElement("div");
+    panel.className = "panel";
+    panel.innerHTML = `<h3>head ${h} <small>(query \u2193, key \u2192)</small></h3>`;
+    const grid = document.createElement("div");
+    grid.className = "grid";
+    grid.style.gridTemplateColumns = `repeat(${d.cols}, ${size}px)`;
+    grid.style.gridAutoRows = `${size}px`;
+    for (let i = 0; i < d.rows; ++i) {
+      for (let j = 0; j < d.cols; ++j) {
+        const c = document.createElement("div");
+        c.className = "cell";
+        c.dataset.head = h; c.dataset.row = i; c.dataset.col = j;
+        if (masked(d, h, i, j)) c.classList.add("masked");
+        else c.style.background = viridis(at(d, state.frame, h, i, j) / top);
+        if (d.kind === "decode" && i > state.position) c.classList.add("future");
+        if (state.query !== null && state.query.head === h && state.query.row === i) c.classList.add("picked");
+        grid.appendChild(c);
+      }
+    }
+    panel.appendChild(grid);
+    box.appendChild(panel);
+  }
+  $("frame-label").textContent = d.frames[state.frame].label;
+  $("position-label").textContent = d.kind === "decode"
+    ? `t = ${state.position}: the cache holds keys 0..${state.position}` : "";
+  $("scale").textContent = `colour: viridis from 0 (dark) to ${top.toPrecision(4)} (yellow), the largest weight shown`;
+  drawRow();
+}
+
+function describe(cell) {
+  const d = current(), h = Number(cell.dataset.head), i = Number(cell.dataset.row), j = Number(cell.dataset.col);
+  const v = at(d, state.frame, h, i, j);
+  return `head ${h}, query ${i}, key ${j}: ` + (masked(d, h, i, j) ? "masked" : `weight ${v.toFixed(4)}`);
+}
+
+function drawRow() {
+  const d = current(), q = state.query;
+  if (q === null) { $("row-title").textContent = ""; $("row").innerHTML = ""; return; }
+  $("row-title").textContent = `head ${q.head}, query ${q.row}: its weights over the keys`;
+  let html = "";
+  for (let j = 0; j < d.cols; ++j) {
+    const m = masked(d, q.head, q.row, j), v = at(d, state.frame, q.head, q.row, j);
+    html += `<div class="bar-row"><span class="key">key ${j}</span>` +
+            `<span class="bar" style="width:${m ? 0 : Math.round(v * 300)}px"></span>` +
+            `<span class="val">${m ? "masked" : v.toFixed(4)}</span></div>`;
+  }
+  $("row").innerHTML = html;
+}
+
+$("grids").addEventListener("mouseover", (e) => {
+  if (e.target.classList.contains("cell")) $("info").textContent = describe(e.target);
+});
+$("grids").addEventListener("click", (e) => {
+  if (!e.target.classList.contains("cell")) return;
+  state.query = { head: Number(e.target.dataset.head), row: Number(e.target.dataset.row) };
+  draw();
+});
+$("dataset").addEventListener("change", (e) => {
+  Object.assign(state, { set: Number(e.target.value), head: "all", frame: 0, position: 0, query: null });
+  fillControls(); draw();
+});
+$("head").addEventListener("change", (e) => { state.head = e.target.value; state.query = null; draw(); });
+$("frame").addEventListener("input", (e) => { state.frame = Number(e.target.value); draw(); });
+$("position").addEventListener("input", (e) => { state.position = Number(e.target.value); draw(); });
+
+// ?data=<lesson>&size=<tiny|middle>&frame=<k|last>&query=<head,row>: where to
+// start (the tests and the docs' screenshot use it)
+const want = new URLSearchParams(location.search);
+if (want.get("data")) {
+  const k = data.findIndex((d) => d.lesson === want.get("data") &&
+                           (want.get("size") !== "tiny") !== d.sizes.endsWith("(--tiny)"));
+  if (k >= 0) state.set = k;
+}
+if (data.length > 0 && want.get("frame")) {
+  const n = data[state.set].frames.length;
+  state.frame = want.get("frame") === "last" ? n - 1 : Math.min(n - 1, Number(want.get("frame")) || 0);
+  $("frame").value = String(state.frame);
+}
+if (data.length > 0 && /^\d+,\d+$/.test(want.get("query") || "")) {
+  const [h, row] = want.get("query").split(",").map(Number);
+  if (h < data[state.set].heads && row < data[state.set].rows) state.query = { head: h, row };
+}
+if (data.length > 0) { fillControls(); draw(); } else { draw(); }

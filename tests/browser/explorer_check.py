@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""The attention explorer in a real browser (Debian's chromium, chromium-driver
+and python3-selenium).
+
+    /usr/bin/python3 tests/browser/explorer_check.py BUILD_DIR WORK_DIR [--screenshot PNG]
+
+Runs lessons 05, 16 and 19 at --tiny with --dump, puts their explorer.js
+data beside docs/explorer/ in WORK_DIR/site, opens the page in headless
+Chromium and checks: no console errors; hovering head 0's cell (query 3,
+key 1) shows weights.npy[0, 0, 3, 1] to 4 digits; a masked cell says so;
+switching to head 1 shows head 1's cells only, whose values differ and
+match weights.npy[0, 1]; clicking a query draws its row as bars; lesson 16's
+data has a position slider and lesson 19's a frame slider whose last frame
+matches the dump. With --screenshot it saves a picture of the page (the
+docs build's). Exit 0 when all hold, 1 when one does not, 77 (skipped)
+without selenium, chromium or numpy.
+"""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+except ImportError as e:
+    print(f"skipped: needs python3-selenium and python3-numpy ({e})")
+    sys.exit(77)
+DRIVER = "/usr/bin/chromedriver"
+if not os.path.exists(DRIVER) or not shutil.which("chromium"):
+    print("skipped: needs Debian's chromium and chromium-driver")
+    sys.exit(77)
+
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+shot = sys.argv[sys.argv.index("--screenshot") + 1] if "--screenshot" in sys.argv else None
+if shot:
+    args.remove(shot)
+build, work = pathlib.Path(args[0]), pathlib.Path(args[1])
+source = pathlib.Path(__file__).resolve().parent.parent.parent / "docs" / "explorer"
+site = work / "site"
+shutil.rmtree(work, ignore_errors=True)
+site.mkdir(parents=True)
+for f in source.iterdir():
+    if f.suffix in (".html", ".css", ".js"):
+        shutil.copy(f, site)
+data = []
+for lesson in ("05_softmax", "16_kv_cache", "19_heads_learn"):
+    subprocess.run([str(build / "lessons" / lesson), "--tiny", "--dump", str(work / "dump")],
+                   check=True, capture_output=True)
+    data.append((work / "dump" / lesson / "explorer.js").read_text())
+(site / "data.js").write_text("".join(data))
+
+opts = webdriver.ChromeOptions()
+for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,900"):
+    opts.add_argument(a)
+opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+browser = webdriver.Chrome(service=Service(DRIVER), options=opts)
+failures = []
+
+
+def check(what, ok):
+    print(("ok      " if ok else "FAILED  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def hover(h, i, j):
+    cell = browser.find_element(By.CSS_SELECTOR,
+                                f'.cell[data-head="{h}"][data-row="{i}"][data-col="{j}"]')
+    ActionChains(browser).move_to_element(cell).perform()
+    return browser.find_element(By.ID, "info").text
+
+
+try:
+    browser.get((site / "explorer.html").as_uri() + "?data=05_softmax&size=tiny")
+    w = np.load(work / "dump" / "05_softmax" / "weights.npy")
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    check(f"loads with no console errors ({len(errors)}: {errors[:2]})", not errors)
+    cells = browser.find_elements(By.CSS_SELECTOR, ".cell")
+    check(f"all heads: {len(cells)} cells, 2 heads of 4 x 4", len(cells) == w[0].size)
+    text = hover(0, 3, 1)
+    check(f"hover head 0 (3, 1): '{text}' shows {w[0, 0, 3, 1]:.4f}",
+          text == f"head 0, query 3, key 1: weight {w[0, 0, 3, 1]:.4f}")
+    text = hover(0, 0, 2)
+    check(f"hover a masked cell: '{text}'", text.endswith("key 2: masked"))
+    Select(browser.find_element(By.ID, "head")).select_by_value("1")
+    heads = {c.get_attribute("data-head") for c in browser.find_elements(By.CSS_SELECTOR, ".cell")}
+    check(f"head 1 picked: only its cells are shown ({sorted(heads)})", heads == {"1"})
+    text = hover(1, 3, 1)
+    check(f"hover head 1 (3, 1): '{text}' shows {w[0, 1, 3, 1]:.4f}, not head 0's",
+          text == f"head 1, query 3, key 1: weight {w[0, 1, 3, 1]:.4f}" and
+          f"{w[0, 1, 3, 1]:.4f}" != f"{w[0, 0, 3, 1]:.4f}")
+    browser.find_element(By.CSS_SELECTOR, '.cell[data-head="1"][data-row="2"][data-col="0"]').click()
+    bars = browser.find_elements(By.CSS_SELECTOR, "#row .bar-row")
+    check(f"a click on query 2 draws its {len(bars)} keys as bars",
+          len(bars) == 4 and bars[0].text.endswith(f"{w[0, 1, 2, 0]:.4f}"))
+
+    sets = Select(browser.find_element(By.ID, "dataset"))
+    sets.select_by_index(1)  # lesson 16: decoding
+    check("lesson 16's data shows the position slider",
+          browser.find_element(By.ID, "position-box").is_displayed())
+    future = browser.find_elements(By.CSS_SELECTOR, ".cell.future")
+    check(f"at position 0 the later queries are dimmed ({len(future)} cells)",
+          len(future) == 2 * 3 * 4)
+    sets.select_by_index(2)  # lesson 19: training frames
+    frame = browser.find_element(By.ID, "frame")
+    check("lesson 19's data shows the frame slider", frame.is_displayed())
+    browser.execute_script("arguments[0].value = 2; arguments[0].dispatchEvent(new Event('input'))",
+                           frame)
+    end = np.load(work / "dump" / "19_heads_learn" / "weights.end.npy").mean(axis=0)
+    text = hover(0, 0, 3)
+    check(f"the last frame, head 0 (0, 3): '{text}' shows {end[0, 0, 3]:.4f}",
+          text == f"head 0, query 0, key 3: weight {end[0, 0, 3]:.4f}")
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    check(f"no console errors after all that ({len(errors)})", not errors)
+    if shot:
+        browser.get((site / "explorer.html").as_uri() +
+                    "?data=19_heads_learn&size=tiny&frame=last&query=0,1")
+        browser.save_screenshot(shot)
+        print("wrote", shot)
+finally:
+    browser.quit()
+sys.exit(1 if failures else 0)
