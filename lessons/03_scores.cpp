@@ -31,7 +31,7 @@ double var_of(const mha::Tensor4& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"03_scores", "scores = Q K^T / sqrt(D), per head", false, 88.1};
+    const lesson::Info info{"03_scores", "scores = Q K^T / sqrt(D), per head", true, 88.1};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -81,6 +81,10 @@ int main(int argc, char** argv) {
                        " tokens, and a sample variance of N numbers scatters by about "
                        "sqrt(2/N) = " + fixed(std::sqrt(2 / n), 2) + " alone; at the "
                        "default sizes the two agree within 15%.");
+        L.figure("batch 0, head 0: Q K^T, then divided by sqrt(D) = " +
+                     fixed(std::sqrt(double(D)), 2), "scores_scaling",
+                 {lesson::grid_of(raw, 0, 0, "raw = Q K^T"),
+                  lesson::grid_of(S, 0, 0, "score = raw / sqrt(D)")}, true);
         L.say("Dividing by sqrt(D) divides every variance by D: var(score) = var(raw) / " +
               std::to_string(D) + " = " + fixed(vs) + ", and on average var(q) var(k), "
               "whatever the head size.");

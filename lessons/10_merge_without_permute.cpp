@@ -37,7 +37,7 @@ mha::Tensor3 merge_without_permute(const mha::Tensor4& x) {
 int main(int argc, char** argv) {
     const lesson::Info info{"10_merge_without_permute",
                             "pitfall: view(B, T, E) without permute(0, 2, 1, 3)",
-                            false, 50.3};
+                            true, 50.3};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
         L.step("x.view(B, T, E)", "wrong", wrong, "B, T, E", "x.view(B, T, E)  # no permute",
                "merge_without_permute(A)", lesson::Show::shape_only);
         const double diff = mha::max_abs_diff(right, wrong);
+        L.figure("sequence 0 merged to [T, E], the right way and the wrong way", "merge",
+                 {lesson::grid_of(right, 0, "permute, then view"),
+                  lesson::grid_of(wrong, 0, "view alone")}, true, "position t", "feature");
         L.say("Same shape, so nothing complains. But the memory of [B, H, T, D] "
               "holds all of head 0's time steps first: the wrong view puts head "
               "0's steps 0.." + std::to_string(H - 1) + " side by side as if they "

@@ -51,7 +51,7 @@ Both attention(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"11_softmax_axis", "pitfall: softmax over dim=-2", false, 0};
+    const lesson::Info info{"11_softmax_axis", "pitfall: softmax over dim=-2", true, 0};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -82,6 +82,10 @@ int main(int argc, char** argv) {
             std::printf("%s  row sums%s   column sums%s\n", k == 0 ? "dim=-1" : "dim=-2",
                         rows.c_str(), cols.c_str());
         }
+        L.figure("batch 0, head 0 under the causal mask: softmax over rows, then columns",
+                 "softmax_axis", {lesson::grid_of(right_w, 0, 0, "dim=-1 (rows)", &causal),
+                                  lesson::grid_of(wrong_w, 0, 0, "dim=-2 (columns)", &causal)},
+                 false);
         L.say("With dim=-2 each key's column sums to 1: a key shares itself out "
               "among the queries, instead of each query sharing its attention "
               "out among the keys.");

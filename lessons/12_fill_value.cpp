@@ -38,7 +38,7 @@ mha::Tensor4 textbook_softmax(const mha::Tensor4& s) {
 
 int main(int argc, char** argv) {
     const lesson::Info info{"12_fill_value", "pitfall: -inf, -1e10, -1e9 and empty rows",
-                            false, 0};
+                            true, 0};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -86,6 +86,10 @@ int main(int argc, char** argv) {
         row("textbook softmax, -inf:", t_inf);
         row("textbook softmax, -1e10:", t_1e10);
         row("core softmax, -inf:", c_inf);
+        L.figure("sequence 0, head 0: every key masked", "fill_value",
+                 {lesson::grid_of(t_inf, 0, 0, "textbook, -inf: NaN"),
+                  lesson::grid_of(t_1e10, 0, 0, "textbook, -1e10: 1/T"),
+                  lesson::grid_of(c_inf, 0, 0, "the core, -inf: 0")}, false);
         L.say("-inf: every score is -inf, the max is -inf, and -inf - (-inf) is "
               "NaN; PyTorch 1.13 gives NaN here too. -1e10: every score is -1e10, "
               "so every key weighs 1/T, the mean of all values, padding included.");

@@ -64,7 +64,7 @@ Stats measure(const mha::Tensor4& q, const mha::Tensor4& k, double factor,
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"13_scaling", "pitfall: sqrt(D), sqrt(E) or no scaling", false, 0};
+    const lesson::Info info{"13_scaling", "pitfall: sqrt(D), sqrt(E) or no scaling", true, 0};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t T = L.opt.time, H = L.opt.heads;
         using lesson::fixed;
@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
         std::printf("%4s | %7s %7s %7s | %5s %5s %5s | %8s %8s %8s\n", "", "sqrt(D)",
                     "sqrt(E)", "none", "D", "E", "none", "sqrt(D)", "sqrt(E)", "none");
         Stats first[3], last[3];
+        std::vector<double> dims;
+        std::vector<lesson::svg::Series> var{{"var, sqrt(D)", {}}, {"var, sqrt(E)", {}}},
+            ent{{"sqrt(D)", {}}, {"sqrt(E)", {}}, {"none", {}}};
         for (std::size_t D = 16; D <= 256; D *= 2) {
             mha::Tensor4 q({n, 1, T, D}), k({n, 1, T, D});
             for (float& x : q) x = rng.normal();
@@ -101,8 +104,15 @@ int main(int argc, char** argv) {
             for (int f = 0; f < 3; ++f) {
                 if (D == 16) first[f] = st[f];
                 last[f] = st[f];
+                ent[f].y.push_back(st[f].entropy);
+                if (f < 2) var[f].y.push_back(st[f].var);
             }
+            dims.push_back(double(D));
         }
+        L.plot("softmax entropy against D (at most ln T = " + fixed(std::log(double(T)), 2) +
+                   ")", "entropy_by_d", "head size D", dims, ent, true);
+        L.plot("var(scores) against D, scaled by sqrt(D) or sqrt(E)", "variance_by_d",
+               "head size D", dims, var, true);
 
         L.section("2. What the table shows");
         L.say("Without scaling the variance grows as D: the largest scores of a row dwarf "

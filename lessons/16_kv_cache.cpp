@@ -24,7 +24,7 @@
 
 int main(int argc, char** argv) {
     const lesson::Info info{"16_kv_cache", "prefill a prompt, then decode one position at a time",
-                            false, 49.0};
+                            true, 49.0};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         using lesson::fixed;
@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
                 "m.forward(X, X, X, &causal)");
         L.explore("decoding: query t reads the t + 1 cached keys", "decode",
                   {{"weights", &all.weights}}, &causal);
+        L.figure("the cache grows: step t's query reads the t + 1 keys cached so far",
+                 "cache_growing", {lesson::grid_of(all.weights, 0, 0, "sequence 0, head 0",
+                                                   &causal)}, false, "decode step t",
+                 "cached key");
 
         L.section("1. Prefill the prompt");
         const std::size_t P = T > 8 ? T - 8 : 1;  // the prompt; the rest is decoded

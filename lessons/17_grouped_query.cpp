@@ -21,7 +21,7 @@
 
 int main(int argc, char** argv) {
     const lesson::Info info{"17_grouped_query", "H query heads sharing H_kv key/value heads",
-                            false, 85.5};
+                            true, 85.5};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         const std::size_t D = E / H;
@@ -76,6 +76,12 @@ int main(int argc, char** argv) {
                "B, H, T, T", "q @ k.transpose(2, 3) / math.sqrt(D)",
                "mha::scaled_scores(q, k)", lesson::Show::shape_only);
         const double copy_diff = mha::max_abs_diff(by_copy, by_index);
+        std::vector<lesson::svg::Grid> shared;
+        for (std::size_t h = 0; h < H && h < 8; ++h)
+            shared.push_back(lesson::grid_of(by_index, 0, h, "head " + std::to_string(h) +
+                                             " reads kv " + std::to_string(h / group)));
+        L.figure("batch 0: each query head's scores, against the kv head it shares",
+                 "gqa_shared_heads", shared, true);
         L.say("The core never makes k_rep: scaled_scores() and attend() read kv head h / " +
               std::to_string(group) + " in place. Scores by the copy against by the index: "
               "max |diff| = " + sci(copy_diff) + ".");

@@ -23,7 +23,7 @@
 
 int main(int argc, char** argv) {
     const lesson::Info info{"18_online_softmax",
-                            "the softmax a block at a time; attention in tiles", false, 67.4};
+                            "the softmax a block at a time; attention in tiles", true, 67.4};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         const std::size_t D = E / H;
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
         std::printf("\n");
         mha::RunningSoftmax st;                    // m = -inf, l = 0
         std::vector<double> acc(D, 0.0), out(D);  // sum of e^(s - m) v, and acc / l
+        lesson::svg::Grid seen{"e^(s - m) / l so far", {}, {}, "not read yet"};  // per block
         for (std::size_t j0 = 0; j0 < n; j0 += block) {
             const float old = st.max;
             mha::take_block(st, &s[j0], block);             // the new m, l
@@ -51,12 +52,19 @@ int main(int argc, char** argv) {
                     acc[d] += std::exp(s[c] - st.max) * v(c, d);
                 out[d] = acc[d] / st.sum;
             }
+            seen.value.emplace_back(n), seen.masked.emplace_back(n);
+            for (std::size_t j = 0; j < n; ++j) {
+                seen.masked.back()[j] = j >= j0 + block;  // not read yet
+                seen.value.back()[j] = j < j0 + block ? std::exp(s[j] - st.max) / st.sum : 0;
+            }
             std::printf("  keys %zu..%zu: m = %6.3f  l = %6.3f  rescale %5.3f  o[:4] =", j0,
                         j0 + block - 1, st.max, st.sum, rescale);
             for (std::size_t d = 0; d < std::min<std::size_t>(4, D); ++d)
                 std::printf(" %6.3f", out[d]);
             std::printf("\n");
         }
+        L.figure("one row's weights as each block of 2 keys is read", "online_blocks", {seen},
+                 false, "after block", "key");
         L.code("m_new = max(m, s_b.max()); l = l * exp(m - m_new) + exp(s_b - m_new).sum()",
                "mha::take_block(st, &s[j0], block);");
         L.code("acc = acc * exp(m - m_new) + exp(s_b - m_new) @ v_b",

@@ -574,6 +574,34 @@ void Lesson::explore(const std::string& title, const std::string& kind,
     if (!js) throw std::runtime_error("cannot write " + dir + "/explorer.js");
 }
 
+void Lesson::figure(const std::string& title, const std::string& file,
+                    const std::vector<svg::Grid>& grids, bool diverging,
+                    const std::string& row_label, const std::string& col_label) {
+    if (opt.svg_dir.empty() || grids.empty()) return;
+    write_svg(file, grids, title, row_label, col_label, diverging);
+}
+
+svg::Grid grid_of(const mha::Tensor4& t, std::size_t b, std::size_t h, const std::string& name,
+                  const mha::Mask* mask) {
+    const std::size_t rows = t.shape(2), cols = t.shape(3);
+    svg::Grid g{name, std::vector<std::vector<float>>(rows, std::vector<float>(cols)), {}};
+    if (mask != nullptr) g.masked.assign(rows, std::vector<bool>(cols));
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) {
+            g.value[i][j] = t(b, h, i, j);
+            if (mask != nullptr) g.masked[i][j] = !mha::mask_row(*mask, b, h, i)[j];
+        }
+    return g;
+}
+
+svg::Grid grid_of(const mha::Tensor3& t, std::size_t b, const std::string& name) {
+    svg::Grid g{name, std::vector<std::vector<float>>(t.shape(1), std::vector<float>(t.shape(2))),
+                {}};
+    for (std::size_t i = 0; i < t.shape(1); ++i)
+        for (std::size_t j = 0; j < t.shape(2); ++j) g.value[i][j] = t(b, i, j);
+    return g;
+}
+
 void Lesson::plot(const std::string& title, const std::string& file,
                   const std::string& x_label, const std::vector<double>& x,
                   const std::vector<svg::Series>& series, bool log2_x) {

@@ -167,6 +167,11 @@ public:
     /// terminal side by side a blank column apart, and with --svg DIR one
     /// small multiple per head on a shared scale.
     void heads(const std::string& title, const std::string& file, const mha::Tensor4& w);
+    /// With --svg DIR, a heat map DIR/<file>.svg of @p grids side by side on
+    /// one scale (nothing in the terminal): the lessons' other pictures.
+    void figure(const std::string& title, const std::string& file,
+                const std::vector<svg::Grid>& grids, bool diverging,
+                const std::string& row_label = "query", const std::string& col_label = "key");
     /// With --svg DIR, a line plot DIR/<file>.svg of each series against
     /// @p x, with axes and a legend (the terminal shows the numbers).
     void plot(const std::string& title, const std::string& file, const std::string& x_label,
@@ -204,6 +209,14 @@ private:
     bool asking_ = false;
     int asked_ = 0, right_ = 0;
 };
+
+/// t(b, h, i, j) over rows i and columns j as a grid named @p name, its
+/// cells masked where @p mask (broadcast as in the core) holds 0.
+svg::Grid grid_of(const mha::Tensor4& t, std::size_t b, std::size_t h, const std::string& name,
+                  const mha::Mask* mask = nullptr);
+
+/// t(b, i, j) over positions i and features j as a grid named @p name.
+svg::Grid grid_of(const mha::Tensor3& t, std::size_t b, const std::string& name);
 
 /// @p x with @p digits decimals, for sentences: fixed(0.61237) is "0.612".
 std::string fixed(double x, int digits = 3);

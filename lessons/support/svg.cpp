@@ -124,16 +124,19 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
             for (std::size_t j = 0; j < cols; ++j) {
                 const double v = grid.value[i][j];
                 const bool masked = !grid.masked.empty() && grid.masked[i][j];
-                const std::string fill = masked ? "url(#hatch)" : colour(v);
+                const bool nan = !masked && !std::isfinite(v);  // drawn apart: no colour means it
+                const std::string fill = masked ? "url(#hatch)" : nan ? "#ffffff" : colour(v);
                 const int x = x0 + int(j) * cell, y = top + int(i) * cell;
                 o << "<rect x='" << x << "' y='" << y << "' width='" << cell << "' height='"
-                  << cell << "' fill='" << fill << "' data-row='" << i << "' data-col='" << j
+                  << cell << "' fill='" << fill << (nan ? "' stroke='#b35806" : "")
+                  << "' data-row='" << i << "' data-col='" << j
                   << "'><title>" << escape(s.row_label) << ' ' << i << ", " << escape(s.col_label)
                   << ' ' << j << ": " << (masked ? "masked" : number(v, 6)) << "</title></rect>\n";
-                if (numbers && cell >= 24 && !masked) {
+                if ((numbers && cell >= 24 && !masked) || nan) {
                     o << "<text x='" << x + cell / 2 << "' y='" << y + cell / 2 + 4
                       << "' text-anchor='middle' font-size='9' fill='"
-                      << (lightness(fill) < 0.5 ? "white" : "black") << "'>" << fixed2(v)
+                      << (nan ? "#b35806" : lightness(fill) < 0.5 ? "white" : "black") << "'>"
+                      << fixed2(v)
                       << "</text>\n";
                 }
             }
@@ -160,11 +163,15 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
         o << "<text x='" << bar_x + bar_w + 4 << "' y='" << top + k * gh / 4 + 4
           << "' font-size='10'>" << number(hi - (hi - lo) * k / 4, 3) << "</text>\n";
     bool any_masked = false;
-    for (const Grid& g : grids) any_masked = any_masked || !g.masked.empty();
+    std::string legend = "masked (not a small weight: no weight at all)";
+    for (const Grid& g : grids) {
+        any_masked = any_masked || !g.masked.empty();
+        if (!g.masked_means.empty()) legend = g.masked_means;
+    }
     if (any_masked)
         o << "<rect x='" << left << "' y='" << top + gh + 28 << "' width='12' height='12' "
              "fill='url(#hatch)'/><text x='" << left + 18 << "' y='" << top + gh + 38
-          << "'>masked (not a small weight: no weight at all)</text>\n";
+          << "'>" << escape(legend) << "</text>\n";
     o << "</svg>\n";
     return o.str();
 }

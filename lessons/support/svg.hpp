@@ -19,6 +19,7 @@ struct Grid {
     std::string name;                       // "head 0", above the grid
     std::vector<std::vector<float>> value;  // [rows][cols]
     std::vector<std::vector<bool>> masked;  // empty, or [rows][cols]
+    std::string masked_means = {};          // the legend of hatched cells, if not "masked"
 };
 
 /// How the grids are drawn: their common title, axes and scale.
