@@ -578,7 +578,11 @@ void Lesson::figure(const std::string& title, const std::string& file,
                     const std::vector<svg::Grid>& grids, bool diverging,
                     const std::string& row_label, const std::string& col_label) {
     if (opt.svg_dir.empty() || grids.empty()) return;
-    write_svg(file, grids, title, row_label, col_label, diverging);
+    const std::size_t rows = grids[0].value.size(), cols = rows ? grids[0].value[0].size() : 0;
+    write_svg(file, grids,
+              title + "  [" + std::to_string(rows) + ", " + std::to_string(cols) + "]" +
+                  (grids.size() > 1 ? " each" : ""),
+              row_label, col_label, diverging);
 }
 
 svg::Grid grid_of(const mha::Tensor4& t, std::size_t b, std::size_t h, const std::string& name,

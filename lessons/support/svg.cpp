@@ -89,8 +89,9 @@ std::string diverging(double t) {
 std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const std::size_t rows = grids.at(0).value.size(), cols = rows ? grids[0].value[0].size() : 0;
     const std::size_t side = std::max<std::size_t>(std::max(rows, cols), 1);
-    const int cell = std::max(4, std::min(36, int(360 / side / std::max<std::size_t>(1, grids.size() / 2 + 1) + 8)));
+    int cell = std::max(4, std::min(36, int(360 / side / std::max<std::size_t>(1, grids.size() / 2 + 1) + 8)));
     const bool numbers = rows <= 12 && cols <= 12;
+    if (numbers) cell = std::max(cell, 26);  // room for "0.42" in every cell
     const int gw = int(cols) * cell, gh = int(rows) * cell, gap = 28;
     const int left = 56, top = 58, bar_w = 14;
     const int bar_x = left + int(grids.size()) * (gw + gap);
