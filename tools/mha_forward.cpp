@@ -186,7 +186,9 @@ void make_out_dir(const std::string& dir) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// The whole program; main() below calls it, and so does the fuzz target of
+// its flags (fuzz/forward_flags_fuzzer.cpp, built with MHA_FORWARD_NO_MAIN).
+int mha_forward_main(int argc, char** argv) {
     try {
         const auto args = parse(argc, argv);
         const auto at = [&](const char* flag) {
@@ -276,3 +278,7 @@ int main(int argc, char** argv) {
         return 1;
     }
 }
+
+#ifndef MHA_FORWARD_NO_MAIN
+int main(int argc, char** argv) { return mha_forward_main(argc, argv); }
+#endif

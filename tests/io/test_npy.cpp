@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include <xtensor/xbuilder.hpp>
@@ -132,4 +133,88 @@ TEST_CASE("npy: bad files get one clear error naming the file") {
                          doctest::Contains("must be bool"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(mha::save_npy(d.file("no/such/dir/x.npy"), x),
                          doctest::Contains("cannot write"), std::invalid_argument);
+}
+
+namespace {
+
+// A .npy file of format version @p major (1, 2 or 3) with this header text,
+// padded as NumPy pads it, and these data bytes.
+std::string npy_bytes(int major, std::string header, const std::string& data) {
+    const std::size_t prefix = major == 1 ? 10 : 12;
+    header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
+    header += '\n';
+    std::string s = std::string("\x93NUMPY", 6) + char(major) + '\0';
+    s += char(header.size() & 0xff);
+    s += char((header.size() >> 8) & 0xff);
+    if (major != 1) s += std::string(2, '\0');
+    return s + header + data;
+}
+
+std::string floats(std::initializer_list<float> v) {
+    return std::string(reinterpret_cast<const char*>(v.begin()), v.size() * sizeof(float));
+}
+
+}  // namespace
+
+// What the fuzzers found (scripts/fuzz.sh), each kept as a case.
+TEST_CASE("npy, found by fuzzing: format versions 2 and 3 are read, not only checked") {
+    TempDir d("versions");
+    const std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+    for (int major : {1, 2, 3}) {
+        write_all(d.file("v.npy"), npy_bytes(major, h, floats({1.5f, -2.0f})));
+        const auto x = mha::load_npy_float(d.file("v.npy"), "x", 1);
+        REQUIRE(x.size() == 2);
+        CHECK(x(0) == 1.5f);
+        CHECK(x(1) == -2.0f);
+    }
+}
+
+TEST_CASE("npy, found by fuzzing: malformed headers are refused by name, with no UB") {
+    TempDir d("headers");
+    const std::string two = floats({1.0f, 2.0f});
+    const char* headers[] = {
+        "",                                                           // empty (read past its end)
+        "{",
+        "{'descr': '<f4', 'fortran_order': False}",                   // no shape
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
+        "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}",
+        "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,)}",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (-2,)}",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} trailing",
+        "{'descr: '<f4', 'fortran_order': False, 'shape': (2,)}",
+    };
+    for (const char* h : headers) {
+        CAPTURE(h);
+        write_all(d.file("h.npy"), npy_bytes(1, h, two));
+        CHECK_THROWS_WITH_AS(mha::npy_info(d.file("h.npy")),
+                             doctest::Contains((d.file("h.npy") + ": ").c_str()), std::invalid_argument);
+    }
+    // a key order NumPy never writes is still a valid dict
+    write_all(d.file("ok.npy"),
+              npy_bytes(1, "{'shape': (2,), 'fortran_order': False, 'descr': '<f4'}", two));
+    CHECK(mha::load_npy_float(d.file("ok.npy"), "x", 1)(1) == 2.0f);
+}
+
+TEST_CASE("npy, found by fuzzing: a bool file's bytes must be 0 or 1") {
+    TempDir d("bool_bytes");
+    const std::string h = "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }";
+    write_all(d.file("b.npy"), npy_bytes(1, h, std::string("\x01\x00\x52", 3)));
+    CHECK_THROWS_WITH_AS(mha::load_npy_bool(d.file("b.npy"), "mask", 1),
+                         doctest::Contains("byte 82 at element 2 is not a bool (0 or 1)"),
+                         std::invalid_argument);
+    write_all(d.file("ok.npy"), npy_bytes(1, h, std::string("\x01\x00\x01", 3)));
+    const auto m = mha::load_npy_bool(d.file("ok.npy"), "mask", 1);
+    CHECK((m(0) && !m(1) && m(2)));
+}
+
+TEST_CASE("npy: float64 beyond float's range becomes inf, as NumPy's astype does") {
+    TempDir d("f64_range");
+    const double v[3] = {1e300, -1e300, 0.5};
+    const std::string h = "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }";
+    write_all(d.file("d.npy"), npy_bytes(1, h, std::string(reinterpret_cast<const char*>(v), 24)));
+    const auto x = mha::load_npy_float(d.file("d.npy"), "x", 1);
+    CHECK(x(0) == std::numeric_limits<float>::infinity());
+    CHECK(x(1) == -std::numeric_limits<float>::infinity());
+    CHECK(x(2) == 0.5f);
 }

@@ -246,3 +246,21 @@ TEST_CASE("Init::torch: PyTorch's bounds sqrt(6 / 4E) and 1/sqrt(E), zero biases
     const mha::MultiHeadAttention a(E, 8, mha::Init::xavier(3));
     CHECK(xt::amax(xt::abs(a.wq.weight))() > 1.3 * in_bound);
 }
+
+TEST_CASE("load_state_dict, found by fuzzing: a [0, 10^9] weight is refused before any module") {
+    // A shape with a 0 holds no bytes, so the file is valid; read as E = 10^9
+    // it would have asked for 4 x 10^18 floats.
+    const fs::path dir = fs::temp_directory_path() / "mha_test_zero_rows";
+    fs::create_directories(dir);
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1000000000), }";
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+    bytes += char(header.size() & 0xff);
+    bytes += char(header.size() >> 8);
+    std::ofstream((dir / "wq.weight.npy").string(), std::ios::binary) << bytes + header;
+    CHECK_THROWS_WITH_AS(mha::load_state_dict(dir.string(), 2),
+                         doctest::Contains("[0, 1000000000], not [E, E] with E at least 1"),
+                         std::invalid_argument);
+    fs::remove_all(dir);
+}

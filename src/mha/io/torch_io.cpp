@@ -81,7 +81,10 @@ MultiHeadAttention load_linears(const std::string& dir, const LinearLayout& layo
     const NpyInfo info = npy_info(first);
     if (info.shape.size() != 2) (void)load_npy_float(first, "weight [E, E]", 2);  // its line
     const std::size_t E = info.shape[1];
-    if (E == 0) fail(first + ": the weight has no columns");
+    // [E, E] before the module is made: a [0, 10^9] file holds no bytes at all
+    if (E == 0 || info.shape[0] != E) {
+        fail(first + ": " + shape_str(info.shape) + ", not [E, E] with E at least 1");
+    }
     MultiHeadAttention m(E, num_heads, num_kv_heads, Init::zero());
     Linear* layers[4] = {&m.wq, &m.wk, &m.wv, &m.w_o};
     for (int l = 0; l < 4; ++l) {

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpus (fuzz/corpus/<target>/), committed
+beside them: good .npy files of every dtype, order, rank and format version,
+the bad ones the tests use, state_dicts of every layout, masks of every
+shape mha_forward takes, and argument lists for the flag parsers.
+
+    /usr/bin/python3 fuzz/make_corpus.py     (needs python3-numpy)
+"""
+import io
+import pathlib
+import struct
+
+import numpy as np
+
+root = pathlib.Path(__file__).resolve().parent / "corpus"
+rng = np.random.RandomState(0)
+
+
+def npy(a, version=None, fortran=False):
+    b = io.BytesIO()
+    a = np.asfortranarray(a) if fortran else a
+    if version is None:
+        np.save(b, a)
+    else:
+        np.lib.format.write_array(b, a, version=version)
+    return b.getvalue()
+
+
+def put(target, name, data):
+    d = root / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(data)
+
+
+def chunks(*files):
+    return b"".join(struct.pack("<H", len(f)) + f for f in files)
+
+
+f32 = rng.standard_normal((2, 3, 4)).astype(np.float32)
+for rank in range(0, 5):
+    a = rng.standard_normal((2,) * rank).astype(np.float32)
+    put("npy", f"f32_rank{rank}", npy(a))
+put("npy", "f64", npy(f32.astype(np.float64)))
+put("npy", "bool", npy(rng.rand(3, 4) > 0.5))
+put("npy", "int32", npy(np.arange(6, dtype=np.int32).reshape(2, 3)))
+put("npy", "int64", npy(np.arange(6, dtype=np.int64)))
+put("npy", "fortran", npy(f32, fortran=True))
+put("npy", "version2", npy(f32, version=(2, 0)))
+put("npy", "version3", npy(f32, version=(3, 0)))
+put("npy", "empty_shape", npy(np.zeros((0, 4), np.float32)))
+good = npy(f32)
+put("npy", "truncated", good[:-20])
+put("npy", "extra_bytes", good + b"\0" * 8)
+put("npy", "magic", b"\x93NUMPX" + good[6:])
+put("npy", "empty", b"")
+put("npy", "big_endian", good.replace(b"<f4", b">f4"))
+put("npy", "huge_shape", good.replace(b"(2, 3, 4)", b"(99999999999, 3, 4)"))
+put("npy", "bad_header", good[:10] + b"{'descr': '<f4', 'shape': (2,,3), }".ljust(len(good) - 10 - 96) + good[-96:])
+
+E, H = 4, 2
+w = lambda *s: npy(rng.standard_normal(s).astype(np.float32))
+layouts = {
+    0: [w(3 * E, E), w(3 * E), w(E, E), w(E)],
+    1: [w(E, E), w(E)] * 4,
+    2: [w(E, E), w(E)] * 4,
+    3: [w(E, E), w(E), w(E // H, E), w(E // H), w(E // H, E), w(E // H), w(E, E), w(E)],
+}
+for layout, files in layouts.items():
+    kv = 1 if layout == 3 else 0
+    put("state_dict", f"layout{layout}", bytes([layout, H, kv]) + chunks(*files))
+    put("state_dict", f"layout{layout}_missing", bytes([layout, H, kv]) + chunks(*files[:3]))
+put("state_dict", "layout0_wrong_e", bytes([0, H, 0]) + chunks(w(3 * E, E + 1), w(3 * E), w(E, E), w(E)))
+
+b, h, tq, tk = 2, 2, 3, 4
+sizes = bytes([b - 1, h - 1, tq - 1, tk - 1])
+boolm = lambda *s: npy(rng.rand(*s) > 0.3)
+put("masks", "attn_bool", sizes + chunks(boolm(tq, tk)))
+put("masks", "attn_float", sizes + chunks(w(tq, tk)))
+put("masks", "attn_bh", sizes + chunks(boolm(b * h, tq, tk)))
+put("masks", "all_three", sizes + chunks(boolm(tq, tk), boolm(b, tk), npy(np.tril(np.ones((tq, tk), np.float32)))))
+put("masks", "keep_rank4", sizes + chunks(b"", b"", boolm(b, 1, tq, tk)))
+put("masks", "keep_rank3", sizes + chunks(b"", b"", boolm(b, tq, tk)))
+
+args = lambda *a: b"\0".join(x.encode() for x in a)
+for k, a in enumerate([("--tiny",), ("--batch", "3", "--time", "5"), ("--heads", "7"),
+                       ("--steps", "100", "--lr", "0.1", "--vocab", "5"), ("--svg", "d", "--dump", "d"),
+                       ("--help",), ("--seed", "0", "--tiny", "--predict"), ("--d-model", "8", "--heads", "16")]):
+    put("lesson_flags", f"args{k}", bytes([k % 2]) + args(*a))
+base = ["--weights", "w", "--num-heads", "3", "--query", "x.npy", "--out", "o"]
+for k, more in enumerate([[], ["--causal"], ["--attn-mask", "m55.npy"], ["--key-padding-mask", "pad.npy"],
+                          ["--attn-mask", "f55.npy", "--fill", "-1e10"], ["--grad-output", "x.npy"],
+                          ["--incremental"], ["--no-weights", "--causal"], ["--keep-mask", "m55.npy"],
+                          ["--key", "k.npy", "--value", "k.npy"], ["--query", "bad.npy"], ["--help"]]):
+    put("forward_flags", f"args{k}", args(*(base + more)))
+put("forward_flags", "gqa", args("--weights", "cur", "--num-heads", "3", "--num-kv-heads", "1",
+                                 "--query", "x.npy", "--out", "o", "--grad-output", "x.npy"))
+print("corpus written to", root)

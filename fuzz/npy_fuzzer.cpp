@@ -1,0 +1,19 @@
+// libFuzzer target: the .npy reader. The input is a file: its header is
+// checked by npy_info(), then it is read as float (rank 1 to 4, and as the
+// Tensor3 of an input) and as bool, as mha_forward and the mask loaders do.
+#include <cstdint>
+
+#include "common.hpp"
+#include "mha/io/npy.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    fuzz::scratch();
+    fuzz::write("in.npy", data, size);
+    fuzz::refused_or_read([] { mha::npy_info("in.npy"); });
+    for (std::size_t rank = 1; rank <= 4; ++rank)
+        fuzz::refused_or_read([rank] { mha::load_npy_float("in.npy", "x", rank); });
+    fuzz::refused_or_read([] { mha::load_npy_tensor3("in.npy", "query [B, T, E]"); });
+    for (std::size_t rank = 1; rank <= 4; ++rank)
+        fuzz::refused_or_read([rank] { mha::load_npy_bool("in.npy", "mask", rank); });
+    return 0;
+}
