@@ -3,8 +3,40 @@
 // No network, no library: it reads from the files next to it.
 "use strict";
 
-const data = window.MHA_DATA || [];
 const $ = (id) => document.getElementById(id);
+
+// The data files come from outside the page: each dataset is checked before
+// it is drawn, and one that does not hold together is left out with a line
+// saying why.
+function problem(d) {
+  if (d === null || typeof d !== "object") return "not an object";
+  for (const key of ["heads", "rows", "cols"]) {
+    if (!Number.isInteger(d[key]) || d[key] < 1 || d[key] > 4096) return `${key} is not a size from 1 to 4096`;
+  }
+  if (typeof d.lesson !== "string" || typeof d.title !== "string") return "no lesson or title";
+  if (!["weights", "decode", "training"].includes(d.kind)) return `kind '${d.kind}' is not weights, decode or training`;
+  const n = d.heads * d.rows * d.cols;
+  if (!Array.isArray(d.frames) || d.frames.length === 0) return "no frames";
+  for (const [k, f] of d.frames.entries()) {
+    if (!f || !Array.isArray(f.w) || f.w.length !== n) {
+      return `frame ${k} has ${f && Array.isArray(f.w) ? f.w.length : "no"} weights, not heads x rows x cols = ${n}`;
+    }
+    if (!f.w.every((v) => typeof v === "number" && Number.isFinite(v))) return `frame ${k} holds a value that is not a finite number`;
+  }
+  if (d.masked !== null && (!Array.isArray(d.masked) || d.masked.length !== n ||
+                            !d.masked.every((v) => v === 0 || v === 1))) {
+    return `masked is not null or ${n} flags of 0 and 1`;
+  }
+  return "";
+}
+const problems = [];
+const data = (Array.isArray(window.MHA_DATA) ? window.MHA_DATA : []).filter((d, k) => {
+  const why = problem(d);
+  if (why) problems.push(`data ${k} (${d && d.lesson ? d.lesson : "?"}) left out: ${why}`);
+  return !why;
+});
+if (!Array.isArray(window.MHA_DATA)) problems.push("no data: data.js is missing or does not set MHA_DATA");
+$("problems").textContent = problems.join("\n");
 const state = { set: 0, head: "all", frame: 0, position: 0, query: null };
 
 // viridis through nine anchors, t in [0, 1]: the lessons' SVGs use the same
@@ -27,8 +59,9 @@ function largest(d, frame) {
 }
 
 function fillControls() {
-  $("dataset").innerHTML = data.map((d, k) =>
-    `<option value="${k}">${d.lesson}: ${d.title} (${d.sizes})</option>`).join("");
+  // as text, never as HTML: the names come from the data files
+  $("dataset").replaceChildren(...data.map((d, k) =>
+    new Option(`${d.lesson}: ${d.title} (${d.sizes || "sizes not given"})`, String(k))));
   $("dataset").value = String(state.set);
   const d = current();
   const heads = ["all"].concat([...Array(d.heads).keys()].map(String));
@@ -124,7 +157,7 @@ $("position").addEventListener("input", (e) => { state.position = Number(e.targe
 const want = new URLSearchParams(location.search);
 if (want.get("data")) {
   const k = data.findIndex((d) => d.lesson === want.get("data") &&
-                           (want.get("size") !== "tiny") !== d.sizes.endsWith("(--tiny)"));
+                           (want.get("size") !== "tiny") !== String(d.sizes).endsWith("(--tiny)"));
   if (k >= 0) state.set = k;
 }
 if (data.length > 0 && want.get("frame")) {

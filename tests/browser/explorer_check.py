@@ -11,7 +11,9 @@ key 1) shows weights.npy[0, 0, 3, 1] to 4 digits; a masked cell says so;
 switching to head 1 shows head 1's cells only, whose values differ and
 match weights.npy[0, 1]; clicking a query draws its row as bars; lesson 16's
 data has a position slider and lesson 19's a frame slider whose last frame
-matches the dump. With --screenshot it saves a picture of the page (the
+matches the dump; bad data files (a frame of the wrong length, masks not 0/1,
+a name holding HTML, not an object, no data.js) are left out with a line
+saying why, names shown as text. With --screenshot it saves a picture of the page (the
 docs build's). Exit 0 when all hold, 1 when one does not, 77 (skipped)
 without selenium, chromium or numpy.
 """
@@ -118,6 +120,31 @@ try:
           text == f"head 0, query 0, key 3: weight {end[0, 0, 3]:.4f}")
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     check(f"no console errors after all that ({len(errors)})", not errors)
+
+    # Data files from outside: a dataset that does not hold together is left
+    # out with a line saying why; names are shown as text, never as HTML.
+    bad = work / "bad"
+    shutil.copytree(site, bad)
+    good = data[0].split("push(", 1)[1].rsplit(");", 1)[0]
+    short = good.replace('"w":[', '"w":[0.5,', 1)
+    html = good.replace('"title":"', '"title":"<img src=x onerror=document.title=1>', 1)
+    badmask = good.replace('"masked":[', '"masked":[7,', 1)
+    (bad / "data.js").write_text("window.MHA_DATA = [" + ",".join([good, short, html, badmask, "42"]) + "];")
+    browser.get((bad / "explorer.html").as_uri())
+    problems = browser.find_element(By.ID, "problems").text
+    options = Select(browser.find_element(By.ID, "dataset")).options
+    check(f"bad datasets left out, each with its reason ({problems!r})",
+          "data 1 (05_softmax) left out: frame 0 has 33 weights, not heads x rows x cols = 32" in problems
+          and "data 3 (05_softmax) left out: masked is not null or 32 flags" in problems
+          and "data 4 (?) left out: not an object" in problems and len(options) == 2)
+    check("a name holding HTML is shown as text",
+          not browser.find_elements(By.TAG_NAME, "img") and "<img" in options[1].text)
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    check(f"no console errors with bad data ({len(errors)})", not errors)
+    (bad / "data.js").unlink()
+    browser.get((bad / "explorer.html").as_uri())
+    check("without data.js the page says so",
+          "no data: data.js is missing" in browser.find_element(By.ID, "problems").text)
     if shot:
         browser.get((site / "explorer.html").as_uri() +
                     "?data=19_heads_learn&size=tiny&frame=last&query=0,1")
