@@ -1,9 +1,13 @@
 // libFuzzer target: the lessons' flag parser (lessons/support/lesson.cpp),
 // with a lesson's own flags as lesson 19 has them, and in the variant of
 // lesson 08 (heads that must not divide d_model). argv comes from the input
-// (fuzz/argv.hpp); the lesson's body only prints a line.
+// (fuzz/argv.hpp); the lesson's body only prints a line. One input in four
+// is instead --predict's answers, read from stdin by a lesson of three steps.
 #include <cstdint>
 #include <cstdio>
+#include <iostream>
+
+#include <xtensor/xbuilder.hpp>
 
 #include "argv.hpp"
 #include "common.hpp"
@@ -27,6 +31,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else {
         info = lesson::Info{"08_indivisible_heads", "heads that do not divide", false, 0, 7,
                             false};
+    }
+    if (data[0] % 4 == 3) {
+        // --predict's answers: the rest of the input is what the student types
+        fuzz::write("answers.txt", data + 1, size - 1);
+        if (std::freopen("answers.txt", "r", stdin) == nullptr) return 0;
+        std::cin.clear();
+        char program[] = "lesson", tiny[] = "--tiny", predict[] = "--predict";
+        char* argv[] = {program, tiny, predict, nullptr};
+        lesson::run(3, argv, lesson::Info{"02_split_heads", "shapes to predict", false, 0.1},
+                    [](lesson::Lesson& L) {
+            const mha::Tensor3 x = xt::zeros<float>({1, 4, 8});
+            const mha::Tensor4 q = xt::zeros<float>({1, 2, 4, 4});
+            L.step("x", "x", x, "B, T, E", "x", "x");
+            L.step("q", "q", q, "B, H, T, D", "q", "q");
+            L.step("q again", "q", q, "B, H, T, D", "q", "q");
+            return 0;
+        });
+        return 0;
     }
     fuzz::Argv a("lesson", data + 1, size - 1);
     lesson::run(a.argc(), a.argv(), info, [](lesson::Lesson& L) {
