@@ -118,19 +118,32 @@ std::size_t panel_floats(std::size_t Tk, std::size_t D) {
     return packed_floats(D, Tk) + packed_floats(Tk, D);
 }
 
+namespace {
+
+// K^T and V of a head, packed once into its panels for all its query blocks;
+// both null when the head has no panels (the products then go to BLAS).
+struct PackedKV {
+    float* kt;
+    float* vp;
+};
+
+PackedKV pack_kv(const Head& x, const HeadSizes& s) {
+    if (x.panels == nullptr) return {nullptr, nullptr};
+    PackedKV p{x.panels, x.panels + packed_floats(s.D, s.Tk)};
+    pack_panels(x.k, s.Ekv, true, s.D, s.Tk, p.kt);
+    pack_panels(x.v, s.Ekv, false, s.Tk, s.D, p.vp);
+    return p;
+}
+
+}  // namespace
+
 void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
                  const Mask* mask, float fill, const Tensor4* score_bias) {
     const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
     // Masked columns can be skipped only when they get exactly 0 weight.
     const bool may_skip = (mask != nullptr && fill == kNegInf) || s.causal != kNotCausal;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
-    // K^T and V, packed once for all of this head's query blocks.
-    float* const kt = x.panels;
-    float* const vp = kt != nullptr ? kt + packed_floats(D, Tk) : nullptr;
-    if (kt != nullptr) {
-        pack_panels(x.k, Ekv, true, D, Tk, kt);
-        pack_panels(x.v, Ekv, false, Tk, D, vp);
-    }
+    const auto [kt, vp] = pack_kv(x, s);
     const std::size_t block = may_skip && Tk <= kSkipMaxKeys ? kSkipRowBlock : kRowBlock;
     for (std::size_t i0 = 0; i0 < Tq; i0 += block) {
         const std::size_t rows = std::min(block, Tq - i0);
@@ -170,12 +183,7 @@ void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSi
                        const Mask* mask, float fill, const Tensor4* score_bias) {
     const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
-    float* const kt = x.panels;
-    float* const vp = kt != nullptr ? kt + packed_floats(D, Tk) : nullptr;
-    if (kt != nullptr) {
-        pack_panels(x.k, Ekv, true, D, Tk, kt);
-        pack_panels(x.v, Ekv, false, Tk, D, vp);
-    }
+    const auto [kt, vp] = pack_kv(x, s);
     // This thread's tile [64, 256], accumulator [64, D], a block's weights
     // x V [64, D], and each row's running max and sum.
     thread_local Buffer work;
