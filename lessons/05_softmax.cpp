@@ -85,10 +85,8 @@ int main(int argc, char** argv) {
                 grid[i][j] = W(0, 0, i, j), masked[i][j] = !causal(0, 0, i, j);
         L.picture("weights[0, 0], batch 0, head 0", "attention_weights",
                   grid, "query i", "key j", masked);
-        std::vector<lesson::svg::Grid> heads;  // every head of batch 0, one scale
-        for (std::size_t h = 0; h < H && h < 8; ++h)
-            heads.push_back(lesson::grid_of(W, 0, h, "head " + std::to_string(h), &causal));
-        L.figure("weights of batch 0, every head", "attention_weights_heads", heads, false);
+        L.figure("weights of batch 0, every head", "attention_weights_heads",
+                 lesson::head_grids(W, 0, &causal), false);
         L.explore("causal weights = softmax(score)", "weights", {{"weights", &W}}, &causal);
 
         return L.check("mha::softmax(S)",

@@ -1,10 +1,9 @@
 // Lesson 15: what attention costs, counted and measured.
 //
-// Adds: the FLOPs of the forward pass, the four-linear-layers article's
-// count_flops against the full count, both against a measured run; and the
-// article's claim that "view+permute is faster for small matrices, einops
-// for large ones", translated to C++: multiply heads read in place through
-// a strided view, or copy them into contiguous blocks first?
+// Adds: the forward's FLOPs, the four-linear-layers article's count_flops against
+// the full count, both against a measured run; and its claim that "view+permute is
+// faster for small matrices, einops for large ones", in C++: multiply heads read in
+// place through a strided view, or copy them into contiguous blocks first?
 // Mirrors: `def count_flops(batch_size, seq_len, embed_dim, num_heads)` and
 // the einops remark (小矩阵：view+permute 更快 / 大矩阵：einops 更优).
 //
@@ -41,8 +40,7 @@ double full_count(double B, double T, double E, double H) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"15_cost", "FLOPs counted and measured; views against copies",
-                            false, 0};
+    const lesson::Info info{"15_cost", "FLOPs counted and measured; views against copies", false, 0};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, D = E / H;
@@ -54,10 +52,8 @@ int main(int argc, char** argv) {
         const mha::Mask causal = mha::causal_mask(T, T);
 
         L.section("1. Counting FLOPs");
-        const double art = article_count(B, T, E, H);
-        const double full = full_count(B, T, E, H);
-        L.code("count_flops(batch_size, seq_len, embed_dim, num_heads)",
-               "article_count(B, T, E, H)");
+        const double art = article_count(B, T, E, H), full = full_count(B, T, E, H);
+        L.code("count_flops(batch_size, seq_len, embed_dim, num_heads)", "article_count(B, T, E, H)");
         std::printf("article's count_flops: %.4g GFLOP\nfull count:            %.4g "
                     "GFLOP (+%.1f%%: the weights x V product it leaves out)\n",
                     art / 1e9, full / 1e9, 100 * (full - art) / art);
@@ -68,38 +64,35 @@ int main(int argc, char** argv) {
                     "a query may see)\n", triangle / 1e9);
         const double t = lesson::median_seconds([&] { m.forward(X, X, X, &causal); });
         if (t < 1e-3) {
-            L.say("The forward takes " + fixed(t * 1e6, 0) + " microseconds here: too short "
-                  "to give a rate, as the call's own overhead and the clock's resolution "
-                  "are much of it. Run at the default sizes for GFLOP/s.");
+            L.say("The forward takes " + fixed(t * 1e6, 0) + " microseconds here: too short to "
+                  "give a rate, as the call's own overhead and the clock's resolution are "
+                  "much of it. Run at the default sizes for GFLOP/s.");
         } else {
             std::printf("measured forward: %.4f s -> %.1f GFLOP/s by the full count, %.1f by "
                         "the causal count\n", t, full / t / 1e9, triangle / t / 1e9);
-            L.say("forward() skips the keys a whole block of queries (16 of them up to 512 "
-                  "keys, else 64) may not see, so it does between the two counts; the full "
-                  "count is what the articles' code computes, and what bench/mha_bench "
-                  "and its roofline use.");
+            L.say("forward() skips the keys a whole block of queries (16 of them up to 512 keys, "
+                  "else 64) may not see, so it does between the two counts; the full count is "
+                  "what the articles' code computes, and what bench/mha_bench and its roofline "
+                  "use.");
         }
-        L.say("The term the article leaves out, 2 B H T^2 D = 2 B T^2 E, grows as T^2 "
-              "while the projections grow as T: at T = " + std::to_string(T) + " it is " +
+        L.say("The term the article leaves out, 2 B H T^2 D = 2 B T^2 E, grows as T^2 while the "
+              "projections grow as T: at T = " + std::to_string(T) + " it is " +
               fixed(100 * (full - art) / art, 1) + "% of the work; at T = 4E = " +
               std::to_string(4 * E) + " it equals the four projections together.");
         rc |= L.claim("full count = article's count + 2 B H T^2 D",
                       full - art == 2.0 * B * H * T * T * D);
 
         L.section("2. Views against copies");
-        // Q K^T for every (b, h), two ways: (a) read head h of Q and K in
-        // place, a [T, D] block with rows E apart (a strided view: what
-        // view + permute is); (b) first copy into contiguous [B, H, T, D]
-        // (what .contiguous() or einops' rearrange makes), then multiply
-        // blocks whose rows are D apart. Same products, same numbers.
-        std::printf("%6s %5s %12s %14s %8s\n", "T", "B", "view (s)", "copy+mul (s)",
-                    "copy/view");
+        // Q K^T for every (b, h), two ways: (a) read head h of Q and K in place, a
+        // [T, D] block with rows E apart (a strided view: what view + permute is);
+        // (b) first copy into contiguous [B, H, T, D] (what .contiguous() or einops'
+        // rearrange makes), then multiply blocks whose rows are D apart. Same numbers.
+        std::printf("%6s %5s %12s %14s %8s\n", "T", "B", "view (s)", "copy+mul (s)", "copy/view");
         bool same = true;
         double first_ratio = 0, last_ratio = 0;
         std::size_t first_t = 0, last_t = 0, view_wins = 0, sizes = 0;
         const std::size_t t0 = std::max<std::size_t>(16, T / 4), t1 = std::max<std::size_t>(T * 4, 16);
-        // One draw of rows for every size: B T rows (or one longer sequence).
-        mha::Rng r(1);
+        mha::Rng r(1);  // one draw of rows for every size: B T rows (or one longer sequence)
         const std::size_t rows = std::max(B * T, t1);
         const mha::Tensor3 q_rows = mha::randn(1, rows, E, r), k_rows = mha::randn(1, rows, E, r);
         for (std::size_t tt = t0; tt <= t1; tt *= 2) {
@@ -128,34 +121,29 @@ int main(int argc, char** argv) {
                             t_copy);
                 continue;
             }
-            std::printf("%6zu %5zu %12.5f %14.5f %7.2fx\n", tt, bb, t_view, t_copy,
-                        t_copy / t_view);
+            std::printf("%6zu %5zu %12.5f %14.5f %7.2fx\n", tt, bb, t_view, t_copy, t_copy / t_view);
             if (first_t == 0) first_t = tt, first_ratio = t_copy / t_view;
             last_t = tt, last_ratio = t_copy / t_view;
-            ++sizes;
-            view_wins += t_view < t_copy;
+            ++sizes, view_wins += t_view < t_copy;
         }
         if (sizes == 0) {
-            L.say("At these sizes every product takes microseconds, too few to time. Run "
-                  "at the default sizes for the verdict.");
-            rc |= L.claim("both ways give identical scores", same);
-            return rc;
+            L.say("At these sizes every product takes microseconds, too few to time. Run at the "
+                  "default sizes for the verdict.");
+        } else {
+            const std::string paid = view_wins == sizes
+                ? "at no size measured here did it pay off."
+                : "it paid off at " + std::to_string(sizes - view_wins) + " size(s).";
+            L.say("The copy costs one pass over Q and K; BLAS packs its operands into its own "
+                  "blocks either way, so the strided view costs it little. Measured here: the "
+                  "view was faster at " + std::to_string(view_wins) + " of " +
+                  std::to_string(sizes) + " sizes; copy/view went from " + fixed(first_ratio, 2) +
+                  "x at T = " + std::to_string(first_t) + " to " + fixed(last_ratio, 2) +
+                  "x at T = " + std::to_string(last_t) + ". The copy is the same size at every "
+                  "T (B T rows) while the products grow with T; " + paid + " The core's "
+                  "forward() reads Q in place and, with AVX2, copies K^T and V once per head "
+                  "into its kernel's panels (src/mha/fast/packed_gemm.hpp): what BLAS does in "
+                  "every call, once per head instead of once per block of queries.");
         }
-        L.say("The copy costs one pass over Q and K; the products then read "
-              "contiguous rows. BLAS packs its operands into its own blocks "
-              "either way, so the strided view costs it little. Verdict, measured "
-              "here: the view was faster at " + std::to_string(view_wins) + " of " +
-              std::to_string(sizes) + " sizes; copy/view went from " +
-              fixed(first_ratio, 2) + "x at T = " + std::to_string(first_t) + " to " +
-              fixed(last_ratio, 2) + "x at T = " + std::to_string(last_t) + ". The "
-              "copy is the same size at every T (B T rows) while the products grow with T; " +
-              (view_wins == sizes ? std::string("at no size measured here did it pay off.")
-                                  : "it paid off at " + std::to_string(sizes - view_wins) +
-                                        " size(s).") + " The core's "
-              "forward() reads each head's Q in place; on processors with AVX2 it "
-              "copies K^T and V once per head into the panels its own kernel reads "
-              "(src/mha/fast/packed_gemm.hpp), which is what BLAS does inside every call, "
-              "done once per head instead of once per block of queries.");
         rc |= L.claim("both ways give identical scores", same);
         return rc;
     });

@@ -76,12 +76,8 @@ int main(int argc, char** argv) {
                "B, H, T, T", "q @ k.transpose(2, 3) / math.sqrt(D)",
                "mha::scaled_scores(q, k)", lesson::Show::shape_only);
         const double copy_diff = mha::max_abs_diff(by_copy, by_index);
-        std::vector<lesson::svg::Grid> shared;
-        for (std::size_t h = 0; h < H && h < 8; ++h)
-            shared.push_back(lesson::grid_of(by_index, 0, h, "head " + std::to_string(h) +
-                                             " reads kv " + std::to_string(h / group)));
         L.figure("batch 0: each query head's scores, against the kv head it shares",
-                 "gqa_shared_heads", shared, true);
+                 "gqa_shared_heads", lesson::head_grids(by_index, 0, nullptr, group), true);
         L.say("The core never makes k_rep: scaled_scores() and attend() read kv head h / " +
               std::to_string(group) + " in place. Scores by the copy against by the index: "
               "max |diff| = " + sci(copy_diff) + ".");

@@ -1,12 +1,10 @@
 // Lesson 19 (past the articles): heads that learn.
 //
-// Task: reverse T tokens. The answer at position i is the token at T-1-i, and
-// one attention layer is the only path between positions, so a head that solves
-// it must weigh the anti-diagonal. Trained with the project's own gradients (no
-// autograd), the pattern forms; from zero init the loss stays stuck.
-// Mirrors: `x = emb(tokens) + pe`, `logits = readout(attn(x, x, x))`,
+// Task: reverse T tokens. The answer at i is the token at T-1-i and attention is the
+// only path between positions, so a head that solves it must weigh the anti-diagonal.
+// Trained with our own gradients (no autograd), the pattern forms; from zero init
+// the loss stays stuck. Mirrors: `readout(attn(emb(x) + pe))`,
 // `F.cross_entropy(logits.view(-1, V), y.view(-1))`, `torch.optim.Adam`.
-//
 // B = sequences per step, T = tokens, V = vocabulary, E = d_model, H = heads.
 #include <algorithm>
 #include <cmath>
@@ -21,8 +19,7 @@
 int main(int argc, char** argv) {
     lesson::Info info{"19_heads_learn", "train one attention layer to reverse a sequence",
                       true, 0.2, 2};
-    info.default_batch = 64, info.default_time = 8, info.default_d_model = 32;
-    info.tiny_batch = 16;
+    info.default_batch = 64, info.default_time = 8, info.default_d_model = 32, info.tiny_batch = 16;
     info.extra = {{"--steps", "N", "training steps", 600, 4, 100000},
                   {"--lr", "R", "Adam's learning rate", 0.05, 1e-6, 1, false},
                   {"--vocab", "V", "tokens in the vocabulary", 10, 2, 1000}};
@@ -32,18 +29,15 @@ int main(int argc, char** argv) {
         const int steps = int(L.opt.extra.at("--steps"));
         const float lr = float(L.opt.extra.at("--lr"));
         const double guess = std::log(double(V));  // the loss of a uniform guess
-        using lesson::fixed;
+        using lesson::fixed, lesson::fixed_list;
         L.let("V", V);
-        int rc = 0;
 
         L.section("1. The task and the model");
         mha::Rng data(L.opt.seed);
         mha::TokenBatch d = mha::reverse_batch(B, T, V, data);
         mha::Tokens &x = d.x, &y = d.y;
-        std::string ex = "x =", ey = "   ->   y =";
-        for (std::size_t i = 0; i < T && i < 16; ++i)
-            ex += " " + std::to_string(x(0, i)), ey += " " + std::to_string(y(0, i));
-        L.say(ex + ey + (T > 16 ? " ..." : ""));
+        const std::vector<double> x0(x.begin(), x.begin() + T), y0(y.begin(), y.begin() + T);
+        L.say("x =" + fixed_list(x0, 0, 16) + "   ->   y =" + fixed_list(y0, 0, 16));
         mha::SequenceModel m(V, T, E, H, mha::Init::xavier(L.opt.seed));
         L.step("pe", "m.positions", m.positions, "T, E",
                "pe[p, 2i] = sin(p / 10000**(2i/E)); pe[p, 2i+1] = cos(...)",
@@ -66,22 +60,16 @@ int main(int argc, char** argv) {
         adam.step(mha::parameters(m, g));
         L.code("loss.backward(); opt.step()", "adam.step(mha::parameters(m, g));");
         const float m1 = adam.first_moment(1)[0], v1 = adam.second_moment(1)[0];
-        std::printf("wq.weight[0, 0] = %.6f, its gradient g = %.4e\n", w0, g0);
-        std::printf("m = 0.1 g = %.4e,  v = 0.001 g^2 = %.4e\n", m1, v1);
-        std::printf("m_hat = m / (1 - 0.9) = %.4e,  v_hat = v / (1 - 0.999) = %.4e\n",
-                    m1 / 0.1, v1 / 0.001);
-        std::printf("w - lr m_hat / (sqrt(v_hat) + 1e-8) = %.6f (lr = %g)\n",
-                    m.attn.wq.weight(0, 0), lr);
+        std::printf("wq.weight[0, 0] = %.6f, its gradient g = %.4e\n"
+                    "m = 0.1 g = %.4e,  v = 0.001 g^2 = %.4e\n"
+                    "m_hat = m / (1 - 0.9) = %.4e,  v_hat = v / (1 - 0.999) = %.4e\n"
+                    "w - lr m_hat / (sqrt(v_hat) + 1e-8) = %.6f (lr = %g)\n", w0, g0, m1, v1,
+                    m1 / 0.1, v1 / 0.001, m.attn.wq.weight(0, 0), lr);
         L.say("At step 1, m_hat / sqrt(v_hat) = g / |g|: every weight moves by lr, "
               "whatever the size of its gradient.");
 
-        // Every head's weight on the anti-diagonal in the last forward: " 0.97 0.23".
-        auto on_pattern = [&] {
-            std::string out;
-            for (std::size_t h = 0; h < H && h < 6; ++h)
-                out += " " + fixed(mha::anti_diagonal_weight(t.attn.weights, h), 2);
-            return out;
-        };
+        // Each head's weight on the anti-diagonal in the last forward: " 0.97 0.23".
+        auto on_pattern = [&] { return fixed_list(mha::anti_diagonal_weights(t.attn.weights), 2); };
         // One step: a fresh batch, forward, loss, backward, update.
         auto train_step = [&](mha::SequenceModel& model, mha::Adam& opt, mha::Rng& rng) {
             d = mha::reverse_batch(B, T, V, rng);
@@ -105,8 +93,7 @@ int main(int argc, char** argv) {
             std::printf("step %5d  loss %.4f  accuracy %5.1f%%  on pattern:%s\n", step,
                         ce.loss, 100.0 * ce.correct / double(B * T), on_pattern().c_str());
         }
-        std::printf("loss %s  %.3f -> %.4f\n", lesson::sparkline(losses).c_str(),
-                    losses.front(), losses.back());
+        std::printf("loss %s\n", lesson::sparkline(losses).c_str());
         if (!solved.empty()) L.say(solved);
         L.dump("weights.midway", midway), L.dump("weights.end", t.attn.weights);
         L.explore("the heads learning to reverse", "training",
@@ -118,8 +105,8 @@ int main(int argc, char** argv) {
         L.heads("midway (step " + std::to_string(steps / 2) + ")", "19_weights_midway", midway);
         L.section("5. The heads' weights at the end");
         L.heads("step " + std::to_string(steps), "19_weights_end", t.attn.weights);
-        L.say("Row i is query i. In the head that learned the task its weight sits on key "
-              "T-1-i, where the answer is: the anti-diagonal (section 7 measures it).");
+        L.say("Row i is query i: in the head that learned the task its weight sits on key T-1-i, "
+              "where the answer is (section 7 measures it).");
 
         L.section("6. The same training from zero init");
         mha::SequenceModel z(V, T, E, H, mha::Init::zero(L.opt.seed));
@@ -134,15 +121,14 @@ int main(int argc, char** argv) {
             for (const mha::LinearGrad* w : {&g.attn.wq, &g.attn.wk, &g.attn.wv, &g.attn.w_o})
                 biggest = std::max(biggest, double(xt::amax(xt::abs(w->weight))()));
         }
-        std::printf("loss %s  %.3f -> %.4f\n", lesson::sparkline(zero_losses).c_str(),
-                    zero_losses.front(), zero_losses.back());
-        L.say("Zero weights make V = 0 and the context 0, so dW_o = dy^T context = 0 and "
-              "d context = dy W_o = 0: nothing reaches the attention layer (largest |grad| "
-              "of its weights in " + std::to_string(steps) + " steps: " + fixed(biggest, 1) +
-              "). The output is w_o.bias everywhere; the last loss, " +
-              fixed(zero_losses.back(), 4) + ", is a uniform guess's ln V = " +
-              fixed(guess, 4) + " give or take a batch's noise.");
-        rc |= L.claim("zero init: the four weight gradients stay exactly 0", biggest == 0.0);
+        std::printf("loss %s\n", lesson::sparkline(zero_losses).c_str());
+        L.say("Zero weights make V = 0 and the context 0, so dW_o = dy^T context = 0 and d context "
+              "= dy W_o = 0: nothing reaches the attention layer (largest |grad| of its weights "
+              "in " + std::to_string(steps) + " steps: " + fixed(biggest, 1) + "). The output "
+              "is w_o.bias everywhere; the last loss, " + fixed(zero_losses.back(), 4) +
+              ", is a uniform guess's ln V = " + fixed(guess, 4) + " give or take a batch's "
+              "noise.");
+        int rc = L.claim("zero init: the four weight gradients stay exactly 0", biggest == 0.0);
         rc |= L.claim("zero init: the loss ends within 5% of ln V",
                       std::fabs(zero_losses.back() / guess - 1) < 0.05);
 
@@ -152,15 +138,13 @@ int main(int argc, char** argv) {
         t = mha::forward(m, x);
         ce = mha::cross_entropy(t.logits, y);
         const double acc = 100.0 * ce.correct / double(1000 * T);
-        std::vector<double> on(H);  // each head's weight on the pattern; the best does the job
-        for (std::size_t h = 0; h < H; ++h) on[h] = mha::anti_diagonal_weight(t.attn.weights, h);
+        const std::vector<double> on = mha::anti_diagonal_weights(t.attn.weights);  // per head
         const std::size_t best = std::max_element(on.begin(), on.end()) - on.begin();
-        const double mass = on[best];
         rc |= L.claim("the trained layer reverses at least 99% of fresh tokens", acc >= 99.0);
         rc |= L.claim("one head puts more than 0.9 of its weight on the anti-diagonal",
-                      mass > 0.9);
+                      on[best] > 0.9);
         std::printf("accuracy on 1000 fresh sequences: %.1f%%\n", acc);
-        std::printf("weight on the expected pattern: %.2f (head %zu)\n", mass, best);
+        std::printf("weight on the expected pattern: %.2f (head %zu)\n", on[best], best);
         return rc;
     });
 }

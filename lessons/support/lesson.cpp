@@ -598,6 +598,17 @@ svg::Grid grid_of(const mha::Tensor4& t, std::size_t b, std::size_t h, const std
     return g;
 }
 
+std::vector<svg::Grid> head_grids(const mha::Tensor4& t, std::size_t b, const mha::Mask* mask,
+                                  std::size_t group) {
+    std::vector<svg::Grid> grids;
+    for (std::size_t h = 0; h < t.shape(1) && h < 8; ++h) {
+        const std::string name = "head " + std::to_string(h) +
+                                 (group > 0 ? " reads kv " + std::to_string(h / group) : "");
+        grids.push_back(grid_of(t, b, h, name, mask));
+    }
+    return grids;
+}
+
 svg::Grid grid_of(const mha::Tensor3& t, std::size_t b, const std::string& name) {
     svg::Grid g{name, std::vector<std::vector<float>>(t.shape(1), std::vector<float>(t.shape(2))),
                 {}};
@@ -639,6 +650,12 @@ void Lesson::heads(const std::string& title, const std::string& file, const mha:
                   "query", "key", false);
 }
 
+std::string fixed_list(const std::vector<double>& v, int digits, std::size_t most) {
+    std::string s;
+    for (std::size_t k = 0; k < v.size() && k < most; ++k) s += " " + fixed(v[k], digits);
+    return s + (v.size() > most ? " ..." : "");
+}
+
 std::string sparkline(const std::vector<double>& v, std::size_t width) {
     static const char* bars[] = {"\u2581", "\u2582", "\u2583", "\u2584",
                                  "\u2585", "\u2586", "\u2587", "\u2588"};
@@ -651,7 +668,9 @@ std::string sparkline(const std::vector<double>& v, std::size_t width) {
         const double x = v[i * v.size() / n];
         s += bars[hi > lo ? std::lround(7 * (x - lo) / (hi - lo)) : 0];
     }
-    return s;
+    char ends[64];
+    std::snprintf(ends, sizeof ends, "  %.3f -> %.4f", v.front(), v.back());
+    return s + ends;
 }
 
 int Lesson::check(const std::string& what, double max_diff, double tol) {

@@ -215,6 +215,11 @@ private:
 svg::Grid grid_of(const mha::Tensor4& t, std::size_t b, std::size_t h, const std::string& name,
                   const mha::Mask* mask = nullptr);
 
+/// grid_of() for the first 8 heads of sequence @p b, named "head h", or, when
+/// @p group query heads share a kv head, "head h reads kv h / group".
+std::vector<svg::Grid> head_grids(const mha::Tensor4& t, std::size_t b,
+                                  const mha::Mask* mask = nullptr, std::size_t group = 0);
+
 /// t(b, i, j) over positions i and features j as a grid named @p name.
 svg::Grid grid_of(const mha::Tensor3& t, std::size_t b, const std::string& name);
 
@@ -222,8 +227,13 @@ svg::Grid grid_of(const mha::Tensor3& t, std::size_t b, const std::string& name)
 std::string fixed(double x, int digits = 3);
 
 /// @p v as a line of block characters, lowest to highest, in at most
-/// @p width columns (every k-th value when there are more).
+/// @p width columns (every k-th value when there are more), then its first
+/// and last values: "▅▅▄▂▁▁  2.666 -> 0.0000".
 std::string sparkline(const std::vector<double>& v, std::size_t width = 60);
+
+/// " 0.97 0.23 ...": the first @p most of @p v with @p digits decimals each,
+/// and " ..." when there are more.
+std::string fixed_list(const std::vector<double>& v, int digits, std::size_t most = 6);
 
 /// The median seconds of @p runs calls of @p f after one warm-up call:
 /// enough to read a ratio in a lesson (bench/mha_bench times with more).

@@ -96,6 +96,20 @@ AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query
     return g;
 }
 
+std::vector<Parameter> parameters(MultiHeadAttention& m, const AttentionGrads& g) {
+    std::vector<Parameter> p;
+    const char* names[4] = {"wq", "wk", "wv", "w_o"};
+    Linear* layers[4] = {&m.wq, &m.wk, &m.wv, &m.w_o};
+    const LinearGrad* grads[4] = {&g.wq, &g.wk, &g.wv, &g.w_o};
+    for (int l = 0; l < 4; ++l) {
+        p.push_back({std::string(names[l]) + ".weight", layers[l]->weight.data(),
+                     grads[l]->weight.data(), layers[l]->weight.size()});
+        p.push_back({std::string(names[l]) + ".bias", layers[l]->bias.data(),
+                     grads[l]->bias.data(), layers[l]->bias.size()});
+    }
+    return p;
+}
+
 // The fast path: the same gradients from the engine (src/mha/fast/).
 
 AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,

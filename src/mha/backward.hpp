@@ -2,7 +2,10 @@
 /// @brief The backward pass: hand-written gradients of the whole forward.
 #pragma once
 
+#include <vector>
+
 #include "mha/attention.hpp"
+#include "mha/optim.hpp"
 
 namespace mha {
 
@@ -100,6 +103,14 @@ AttentionGrads backward(const MultiHeadAttention& m, const ForwardTrace& trace,
                         const Tensor3& query, const Tensor3& key, const Tensor3& value,
                         const Tensor3& d_output, const Mask* mask = nullptr,
                         float fill = kNegInf, const Tensor4* score_bias = nullptr);
+
+/// The module's eight parameters paired with their gradients, in a fixed
+/// order: wq, wk, wv, w_o, each .weight then .bias; what Sgd::step() and
+/// Adam::step() take.
+/// @param m the module, updated through the result
+/// @param g its gradients, which must outlive the result
+/// @return  the eight parameters
+std::vector<Parameter> parameters(MultiHeadAttention& m, const AttentionGrads& g);
 
 /// @}
 

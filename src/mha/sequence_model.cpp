@@ -48,17 +48,17 @@ std::vector<Parameter> parameters(SequenceModel& m, const SequenceGrads& g) {
     auto of = [](const std::string& name, auto& value, const auto& grad) {
         return Parameter{name, value.data(), grad.data(), value.size()};
     };
-    return {of("embedding.weight", m.embedding.weight, g.embedding),
-            of("wq.weight", m.attn.wq.weight, g.attn.wq.weight),
-            of("wq.bias", m.attn.wq.bias, g.attn.wq.bias),
-            of("wk.weight", m.attn.wk.weight, g.attn.wk.weight),
-            of("wk.bias", m.attn.wk.bias, g.attn.wk.bias),
-            of("wv.weight", m.attn.wv.weight, g.attn.wv.weight),
-            of("wv.bias", m.attn.wv.bias, g.attn.wv.bias),
-            of("w_o.weight", m.attn.w_o.weight, g.attn.w_o.weight),
-            of("w_o.bias", m.attn.w_o.bias, g.attn.w_o.bias),
-            of("readout.weight", m.readout.weight, g.readout.weight),
-            of("readout.bias", m.readout.bias, g.readout.bias)};
+    std::vector<Parameter> p{of("embedding.weight", m.embedding.weight, g.embedding)};
+    for (const Parameter& q : parameters(m.attn, g.attn)) p.push_back(q);  // the layer's eight
+    p.push_back(of("readout.weight", m.readout.weight, g.readout.weight));
+    p.push_back(of("readout.bias", m.readout.bias, g.readout.bias));
+    return p;
+}
+
+std::vector<double> anti_diagonal_weights(const Tensor4& weights) {
+    std::vector<double> w(weights.shape(1));
+    for (std::size_t h = 0; h < w.size(); ++h) w[h] = anti_diagonal_weight(weights, h);
+    return w;
 }
 
 TokenBatch reverse_batch(std::size_t batch, std::size_t length, std::size_t vocab, Rng& rng) {

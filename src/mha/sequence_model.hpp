@@ -98,6 +98,11 @@ TokenBatch reverse_batch(std::size_t batch, std::size_t length, std::size_t voca
 /// @return        in [0, 1]
 double anti_diagonal_weight(const Tensor4& weights, std::size_t head);
 
+/// anti_diagonal_weight() of every head.
+/// @param weights `[B, H, T, T]`
+/// @return        H numbers in [0, 1]
+std::vector<double> anti_diagonal_weights(const Tensor4& weights);
+
 /// @}
 
 }  // namespace mha
