@@ -13,6 +13,7 @@
 
 #include "mha/attention.hpp"
 #include "mha/fast/packed_gemm.hpp"
+#include "mha/fast/packed_tile.hpp"
 #include "../worst.hpp"
 
 namespace {
@@ -22,6 +23,21 @@ struct PackedSetting {
     bool was = mha::fast::packed_products_on();
     ~PackedSetting() { mha::fast::set_packed_products(was); }
 };
+
+// Restores the AVX-512 tile's setting when a test case ends.
+struct WideSetting {
+    bool was = mha::fast::wide_tiles_on();
+    ~WideSetting() { mha::fast::set_wide_tiles(was); }
+};
+
+// The tiles each case runs: the AVX2 one, and the AVX-512 one where the
+// processor has it.
+std::vector<bool> wide_settings() {
+    mha::fast::set_wide_tiles(true);
+    if (mha::fast::wide_tiles_on()) return {false, true};
+    MESSAGE("no AVX-512 here: only the AVX2 tile is tested");
+    return {false};
+}
 
 std::vector<float> random_floats(std::size_t n, mha::Rng& rng) {
     std::vector<float> v(n);
@@ -84,6 +100,10 @@ TEST_CASE("pack_panels puts every element of B where the kernels read it, zeros 
 
 TEST_CASE("packed_gemm equals a product in double, at every edge of its blocking") {
     if (!kernels_run_here()) return;
+    WideSetting restore;
+    for (bool wide : wide_settings()) {
+    mha::fast::set_wide_tiles(wide);
+    CAPTURE(wide);
     // m: whole 6-row tiles and every remainder; k: one step, one stretch of
     // 256, and more; n: whole 16-column panels and partial ones.
     mha::Rng rng(7);
@@ -126,6 +146,7 @@ TEST_CASE("packed_gemm equals a product in double, at every edge of its blocking
             }
         }
     }
+    }
 }
 
 TEST_CASE("packed_gemm: NaN and Inf in B reach C as in any product") {
@@ -151,6 +172,10 @@ TEST_CASE("packed_gemm: NaN and Inf in B reach C as in any product") {
 TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on the same rows, "
           "three widths") {
     if (!kernels_run_here()) return;
+    WideSetting restore;
+    for (bool wide : wide_settings()) {
+    mha::fast::set_wide_tiles(wide);
+    CAPTURE(wide);
     // m: whole 6-row micro-panels, every remainder, one 48-row block and
     // more; k: short of and past the 8 terms packed at a time, one stretch
     // of 512 and more; n: whole 16-column panels and partial ones, and with
@@ -204,10 +229,15 @@ TEST_CASE("packed_linear equals x W^T + b in double, for one layer and three on 
             }
         }
     }
+    }
 }
 
 TEST_CASE("packed_linear: a row's result does not depend on the rows around it") {
     if (!kernels_run_here()) return;
+    WideSetting restore;
+    for (bool wide : wide_settings()) {
+    mha::fast::set_wide_tiles(wide);
+    CAPTURE(wide);
     // The forward hands blocks of rows to the workers: rows in a packed
     // micro-panel and rows read in place must give the same bits.
     mha::Rng rng(12);
@@ -224,6 +254,7 @@ TEST_CASE("packed_linear: a row's result does not depend on the rows around it")
         mha::fast::packed_linear(x.data() + r0 * k, k, rows, k, &layer, 1);
     }
     CHECK(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("forward: the packed kernels and BLAS give the same attention") {

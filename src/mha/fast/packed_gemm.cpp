@@ -1,6 +1,8 @@
-// Whether the forward runs the packed kernels of packed_gemm_avx2.cpp.
+// Whether the engine runs the packed kernels of packed_gemm_avx2.cpp, and
+// their AVX-512 tile.
 // This file is plain x86-64 (or any other target): it only asks.
 #include "mha/fast/packed_gemm.hpp"
+#include "mha/fast/packed_tile.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -19,6 +21,14 @@ bool on_at_start() {
 
 std::atomic<bool> g_on{on_at_start()};
 
+// The AVX-512 tile: on unless the environment says MHA_AVX512=0.
+bool wide_at_start() {
+    const char* env = std::getenv("MHA_AVX512");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+std::atomic<bool> g_wide{wide_at_start()};
+
 }  // namespace
 
 bool packed_products_available() {
@@ -35,6 +45,17 @@ bool packed_products_on() {
 }
 
 void set_packed_products(bool on) { g_on.store(on, std::memory_order_relaxed); }
+
+bool wide_tiles_on() {
+#if defined(MHA_AVX512_KERNEL)
+    static const bool yes = __builtin_cpu_supports("avx512f");
+    return yes && g_wide.load(std::memory_order_relaxed);
+#else
+    return false;
+#endif
+}
+
+void set_wide_tiles(bool on) { g_wide.store(on, std::memory_order_relaxed); }
 
 #if !defined(MHA_AVX2_KERNEL)
 // Builds without the AVX2 file: nothing calls these (packed_products_on()

@@ -1,10 +1,11 @@
 /// @file packed_gemm.hpp
-/// @brief The forward's products, with the right-hand side packed once:
+/// @brief The engine's products, with the right-hand side packed once:
 /// per head for the attention, per call for the four layers.
 ///
-/// The kernels are AVX2 + FMA (packed_gemm_avx2.cpp), built on x86-64 only
-/// and run only when the processor has both; elsewhere the forward sends
-/// these products to BLAS through gemm().
+/// The kernels are AVX2 + FMA (packed_gemm_avx2.cpp), with a 32-column
+/// AVX-512 tile (packed_gemm_avx512.cpp) where the processor has it, built
+/// on x86-64 only and run only when the processor has AVX2 and FMA;
+/// elsewhere the forward sends these products to BLAS through gemm().
 ///
 /// Why: each (sequence, head) multiplies one block of query rows after
 /// another by the same K^T and the same V, and BLAS would pack its

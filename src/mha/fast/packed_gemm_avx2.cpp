@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mha/fast/memory.hpp"
+#include "mha/fast/packed_tile.hpp"
 
 namespace mha::fast {
 
@@ -23,10 +24,10 @@ constexpr std::size_t kDepth = 256;
 // each step loads one row of the panel and broadcasts one element of each
 // of the MR rows of A. add: C += alpha * sum (a later stretch of k);
 // otherwise C = alpha * sum. Only the first ncols columns are written.
-// A is read in place, a[r * lda + t], or, with PackedA, from a micro-panel
-// that pack_six_rows() wrote, a[t * 6 + r]. bias, when given, is added as
+// A is read where L says (a_at()): in place, or
+// from a micro-panel that pack_six_rows() wrote. bias, when given, is added as
 // the tile is stored (a linear layer's first stretch of k).
-template <int MR, bool PackedA = false>
+template <int MR, ALayout L = ALayout::rows>
 void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
           float* c, std::size_t ldc, std::size_t ncols, float alpha, bool add,
           const float* bias = nullptr) {
@@ -48,7 +49,7 @@ void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
 #pragma GCC unroll 6
         for (int r = 0; r < MR; ++r) {
             const __m256 x =
-                _mm256_broadcast_ss(PackedA ? a + t * MR + r : a + r * lda + t);
+                _mm256_broadcast_ss(a_at<L>(a, lda, r, t));
             acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
             acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
         }
@@ -82,18 +83,36 @@ void tile(const float* a, std::size_t lda, const float* panel, std::size_t kc,
     }
 }
 
-// tile<MR> for the 1-5 rows of A left under the whole 6-row tiles, read in
-// place: MR is known only at run time here.
-void rest_tile(std::size_t rows, const float* a, std::size_t lda, const float* panel,
-               std::size_t kc, float* c, std::size_t ldc, std::size_t ncols, float alpha,
-               bool add, const float* bias = nullptr) {
+// One tile of MR rows at a column block: 32 columns through the AVX-512
+// tile when it is on and two panels are left, else one panel of 16.
+// left: the columns of C from here on. Returns how many it covered.
+template <int MR, ALayout L = ALayout::rows>
+std::size_t tile_at(const float* a, std::size_t lda, const float* panel,
+                    std::size_t packed_k, std::size_t kc, float* c, std::size_t ldc,
+                    std::size_t left, float alpha, bool add, const float* bias, bool wide) {
+    if (wide && left > kPanelWidth) {
+        const std::size_t ncols = std::min(2 * kPanelWidth, left);
+        wide_tile(MR, L, a, lda, panel, kPanelWidth * packed_k, kc, c, ldc, ncols, alpha,
+                  add, bias);
+        return ncols;
+    }
+    const std::size_t ncols = std::min(kPanelWidth, left);
+    tile<MR, L>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias);
+    return ncols;
+}
+
+// tile_at<MR> for the 1-5 rows of A left under the whole 6-row tiles, read
+// in place: MR is known only at run time here.
+std::size_t rest_tile_at(std::size_t rows, const float* a, std::size_t lda, const float* panel,
+                         std::size_t packed_k, std::size_t kc, float* c, std::size_t ldc,
+                         std::size_t left, float alpha, bool add, const float* bias, bool wide) {
     switch (rows) {
-        case 5: tile<5>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
-        case 4: tile<4>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
-        case 3: tile<3>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
-        case 2: tile<2>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
-        case 1: tile<1>(a, lda, panel, kc, c, ldc, ncols, alpha, add, bias); break;
-        default: break;
+        case 5: return tile_at<5>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 4: return tile_at<4>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 3: return tile_at<3>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 2: return tile_at<2>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 1: return tile_at<1>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        default: return left;  // no rows: nothing to do for any column
     }
 }
 
@@ -103,10 +122,10 @@ void rest_tile(std::size_t rows, const float* a, std::size_t lda, const float* p
 template <int MR>
 void row_tiles(const float* a, std::size_t lda, const float* packed,
                std::size_t packed_k, std::size_t kc, std::size_t n, float* c,
-               std::size_t ldc, float alpha, bool add) {
-    for (std::size_t j0 = 0; j0 < n; j0 += kPanelWidth)
-        tile<MR>(a, lda, packed + j0 * packed_k, kc, c + j0, ldc,
-                 std::min(kPanelWidth, n - j0), alpha, add);
+               std::size_t ldc, float alpha, bool add, bool wide) {
+    for (std::size_t j0 = 0; j0 < n;)
+        j0 += tile_at<MR>(a, lda, packed + j0 * packed_k, packed_k, kc, c + j0, ldc, n - j0,
+                          alpha, add, nullptr, wide);
 }
 
 // Eight vectors of 8 floats, as the rows of an 8 x 8 block, transposed in
@@ -209,6 +228,7 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
 void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                  const float* packed, std::size_t packed_k, std::size_t n, float* c,
                  std::size_t ldc, float alpha) {
+    const bool wide = wide_tiles_on();
     for (std::size_t t0 = 0; t0 < k; t0 += kDepth) {
         const std::size_t kc = std::min(kDepth, k - t0);
         const float* b = packed + t0 * kPanelWidth;
@@ -216,16 +236,16 @@ void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
         std::size_t i = 0;
         for (; i + 6 <= m; i += 6)
             row_tiles<6>(a + i * lda + t0, lda, b, packed_k, kc, n, c + i * ldc, ldc,
-                         alpha, add);
-        if (i == m) continue;
-        for (std::size_t j0 = 0; j0 < n; j0 += kPanelWidth)
-            rest_tile(m - i, a + i * lda + t0, lda, b + j0 * packed_k, kc,
-                      c + i * ldc + j0, ldc, std::min(kPanelWidth, n - j0), alpha, add);
+                         alpha, add, wide);
+        for (std::size_t j0 = 0; i < m && j0 < n;)
+            j0 += rest_tile_at(m - i, a + i * lda + t0, lda, b + j0 * packed_k, packed_k, kc,
+                               c + i * ldc + j0, ldc, n - j0, alpha, add, nullptr, wide);
     }
 }
 
 void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                    const LinearPanels* layers, std::size_t count) {
+    const bool wide = wide_tiles_on();
     // Each thread's, kept from call to call, on a cache line.
     thread_local Buffer block;
     block.resize(kLinearRows * kLinearDepth + 8);  // + the stores' overrun
@@ -241,15 +261,17 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
             for (std::size_t l = 0; l < count; ++l) {  // every layer on this block
                 const std::size_t n = layers[l].n, ldc = layers[l].ldc;
                 float* ci = layers[l].c + i0 * ldc;
-                for (std::size_t j0 = 0; j0 < n; j0 += kPanelWidth) {
+                for (std::size_t j0 = 0, step = 0; j0 < n; j0 += step) {
                     const float* panel = layers[l].packed + j0 * k + t0 * kPanelWidth;
-                    const std::size_t ncols = std::min(kPanelWidth, n - j0);
                     const float* bias = add ? nullptr : layers[l].bias + j0;
                     for (std::size_t i = 0; i < full; i += 6)
-                        tile<6, true>(block.data() + i * kc, 0, panel, kc, ci + i * ldc + j0,
-                                      ldc, ncols, 1.0f, add, bias);
-                    rest_tile(rows - full, ai + full * lda, lda, panel, kc,
-                              ci + full * ldc + j0, ldc, ncols, 1.0f, add, bias);
+                        step = tile_at<6, ALayout::micro_panel>(block.data() + i * kc, 0, panel, k, kc,
+                                                ci + i * ldc + j0, ldc, n - j0, 1.0f, add,
+                                                bias, wide);
+                    if (rows > full)
+                        step = rest_tile_at(rows - full, ai + full * lda, lda, panel, k, kc,
+                                            ci + full * ldc + j0, ldc, n - j0, 1.0f, add, bias,
+                                            wide);
                 }
             }
         }
