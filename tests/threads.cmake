@@ -1,7 +1,9 @@
 # The same answer on any machine: tests/threads_check.cpp's results with
 # MHA_THREADS = 1, 2, 3, with the packed kernels on (the same bits, as the
 # engine promises: no row depends on its neighbours) and off (BLAS, within
-# 1e-6 of the largest value), and the two paths within 1e-6 of each other.
+# 1e-6 of the largest value), and the two paths within 1e-5 of each other:
+# their sums run in other orders, forward and backward, and 30 Adam steps
+# grow the difference (2.3e-6 of the largest weight when this was set).
 #   cmake -DCHECK=threads_check -DDIR=folder -P threads.cmake
 foreach(packed 1 0)
   foreach(n 1 2 3)
@@ -12,7 +14,7 @@ foreach(packed 1 0)
     endif()
   endforeach()
 endforeach()
-set(pairs "p1_t1 p1_t2 0" "p1_t1 p1_t3 0" "p0_t1 p0_t2 1e-6" "p0_t1 p0_t3 1e-6" "p1_t1 p0_t1 1e-6")
+set(pairs "p1_t1 p1_t2 0" "p1_t1 p1_t3 0" "p0_t1 p0_t2 1e-6" "p0_t1 p0_t3 1e-6" "p1_t1 p0_t1 1e-5")
 foreach(pair IN LISTS pairs)
   separate_arguments(p UNIX_COMMAND "${pair}")
   list(GET p 0 a)

@@ -257,6 +257,94 @@ TEST_CASE("packed_linear: a row's result does not depend on the rows around it")
     }
 }
 
+TEST_CASE("packed_product equals C = alpha op(A) op(B) + beta C in double, every transpose, "
+          "at the edges of its blocking") {
+    if (!kernels_run_here()) return;
+    WideSetting restore;
+    // m: under one 6-row tile, one 48-row block and more, and large enough
+    // to be split over the workers; k: one term, a 256-term stretch and
+    // more, and past the 4096 that cuts the sum into slabs; n: partial and
+    // whole 16- and 32-column blocks. With beta 0, C holds NaN: not read.
+    struct Size {
+        std::size_t m, k, n;
+    };
+    const std::vector<Size> sizes = {{1, 1, 1},    {5, 3, 17},   {6, 256, 16}, {7, 257, 33},
+                                     {49, 64, 31}, {64, 70, 64}, {100, 600, 48},
+                                     {130, 4100, 40}};
+    mha::Rng rng(13);
+    const float guard = 333.0f;
+    for (bool wide : wide_settings()) {
+        mha::fast::set_wide_tiles(wide);
+        for (const Size& z : sizes) {
+            for (int trans = 0; trans < 4; ++trans) {
+                const bool ta = trans & 1, tb = trans & 2;
+                for (float beta : {0.0f, 1.0f, 0.5f}) {
+                    CAPTURE(wide); CAPTURE(z.m); CAPTURE(z.k); CAPTURE(z.n); CAPTURE(ta);
+                    CAPTURE(tb); CAPTURE(beta);
+                    const std::size_t lda = (ta ? z.m : z.k) + 3, ldb = (tb ? z.k : z.n) + 2;
+                    const std::size_t ldc = z.n + 5;
+                    const std::vector<float> a = random_floats((ta ? z.k : z.m) * lda, rng);
+                    const std::vector<float> b = random_floats((tb ? z.n : z.k) * ldb, rng);
+                    std::vector<float> c = random_floats((z.m + 1) * ldc, rng);
+                    for (std::size_t i = 0; i <= z.m; ++i) {
+                        for (std::size_t j = 0; j < ldc; ++j) {
+                            if (i == z.m || j >= z.n) c[i * ldc + j] = guard;
+                            else if (beta == 0.0f) c[i * ldc + j] = std::nanf("");
+                        }
+                    }
+                    const std::vector<float> before = c;
+                    const float alpha = 0.75f;
+                    mha::fast::packed_product({a.data(), ta ? z.k : z.m, ta ? z.m : z.k, lda}, ta,
+                                              {b.data(), tb ? z.n : z.k, tb ? z.k : z.n, ldb}, tb,
+                                              c.data(), ldc, alpha, beta);
+                    double worst = 0;  // |error| / (sum of |terms|), over C
+                    for (std::size_t i = 0; i < z.m; ++i) {
+                        for (std::size_t j = 0; j < z.n; ++j) {
+                            double sum = 0, size = 0;
+                            for (std::size_t t = 0; t < z.k; ++t) {
+                                const double x = ta ? a[t * lda + i] : a[i * lda + t];
+                                const double y = tb ? b[j * ldb + t] : b[t * ldb + j];
+                                sum += x * y;
+                                size += std::fabs(x * y);
+                            }
+                            const double old = beta == 0.0f ? 0.0 : before[i * ldc + j];
+                            const double err = std::fabs(c[i * ldc + j] - (alpha * sum + beta * old));
+                            mha_test::keep_worst(worst, err / (alpha * size + std::fabs(beta * old)));
+                        }
+                    }
+                    // k float steps, a slab sum and beta C, each rounding by <= 6e-8
+                    CHECK(worst < 6e-8 * (z.k + 5));
+                    CHECK(touched_outside(c, z.m, z.n, ldc, guard) == 0);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("packed_product: a row of C has the same bits whatever rows are computed with it") {
+    if (!kernels_run_here()) return;
+    // Rows of C go to the workers in any split: C computed whole must equal
+    // C computed a few rows at a time, for A and for A^T.
+    mha::Rng rng(14);
+    const std::size_t m = 131, k = 300, n = 70;
+    const std::vector<float> a = random_floats(m * k, rng), b = random_floats(k * n, rng);
+    for (bool ta : {false, true}) {
+        CAPTURE(ta);
+        std::vector<float> whole(m * n), parts(m * n);
+        const mha::fast::Block all = ta ? mha::fast::Block{a.data(), k, m, m}
+                                        : mha::fast::Block{a.data(), m, k, k};
+        mha::fast::packed_product(all, ta, {b.data(), k, n, n}, false, whole.data(), n);
+        for (std::size_t r0 = 0, size = 1; r0 < m; r0 += size, size = size % 11 + 5) {
+            const std::size_t rows = std::min(size, m - r0);
+            const mha::fast::Block some = ta ? mha::fast::Block{a.data() + r0, k, rows, m}
+                                             : mha::fast::Block{a.data() + r0 * k, rows, k, k};
+            mha::fast::packed_product(some, ta, {b.data(), k, n, n}, false,
+                                      parts.data() + r0 * n, n);
+        }
+        CHECK(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)) == 0);
+    }
+}
+
 TEST_CASE("forward: the packed kernels and BLAS give the same attention") {
     PackedSetting restore;
     struct Case {

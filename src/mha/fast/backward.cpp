@@ -11,24 +11,50 @@
 
 #include "mha/fast/blas.hpp"
 #include "mha/fast/memory.hpp"
+#include "mha/fast/packed_gemm.hpp"
 #include "mha/fast/parallel.hpp"
 
 namespace mha::fast {
 
 namespace {
 
-// For y = x W^T + b over R rows: dW = dy^T x, db = the sum of dy's rows,
-// dx = dy W. x is [R, in], dy is [R, out]; dx gets [R, in].
-LinearGrad linear_backward(const float* x, const float* dy, std::size_t R, const Linear& l,
-                           float* dx) {
+// sums[c] = the sum of column c of x [rows, cols], rows ld apart: a piece
+// of a bias gradient, taken where its rows were just written (in cache).
+void column_sums(const float* __restrict x, std::size_t rows, std::size_t cols,
+                 std::size_t ld, float* __restrict sums) {
+    std::fill(sums, sums + cols, 0.0f);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < cols; ++c) sums[c] += x[r * ld + c];
+}
+
+// A bias gradient [n] from per-sequence pieces [B, n], added in order of b.
+Tensor1 sum_of_pieces(const Buffer& pieces, std::size_t B, std::size_t n) {
+    Tensor1 sum = Tensor1::from_shape({n});
+    sum.fill(0.0f);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t c = 0; c < n; ++c) sum(c) += pieces[b * n + c];
+    return sum;
+}
+
+// The backward's large products: on the packed kernels when they run here
+// (packed_product()), else through BLAS (gemm()); the arguments are gemm()'s.
+void product(Block a, bool trans_a, Block b, bool trans_b, float* c, std::size_t ldc) {
+    if (packed_products_on()) {
+        packed_product(a, trans_a, b, trans_b, c, ldc);
+    } else {
+        gemm(a, trans_a, b, trans_b, c, ldc);
+    }
+}
+
+// For y = x W^T + b over R rows: dW = dy^T x and dx = dy W (db is summed
+// where dy is made). x is [R, in], dy is [R, out]; dx gets [R, in].
+Tensor2 linear_backward(const float* x, const float* dy, std::size_t R, const Linear& l,
+                        float* dx) {
     const std::size_t out = l.out_features(), in = l.in_features();
-    LinearGrad g{Tensor2::from_shape({out, in}), Tensor1::from_shape({out})};
-    gemm({dy, R, out, out}, true, {x, R, in, in}, false, g.weight.data(), in);  // [out, in]
-    gemm({dy, R, out, out}, false, {l.weight.data(), out, in, in}, false, dx, in);  // [R, in]
-    g.bias.fill(0.0f);
-    for (std::size_t r = 0; r < R; ++r)
-        for (std::size_t o = 0; o < out; ++o) g.bias(o) += dy[r * out + o];
-    return g;
+    Tensor2 d_weight = Tensor2::from_shape({out, in});
+    product({dy, R, out, out}, true, {x, R, in, in}, false, d_weight.data(), in);  // [out, in]
+    product({dy, R, out, out}, false, {l.weight.data(), out, in, in}, false, dx, in);  // [R, in]
+    return d_weight;
 }
 
 }  // namespace
@@ -56,12 +82,9 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     AttentionGrads g;
 
     // 1) output = context W_o^T + b_o: dW_o = dy^T context, db_o = sum of dy
-    g.w_o = LinearGrad{Tensor2::from_shape({E, E}), Tensor1::from_shape({E})};
-    gemm({d_output.data(), B * Tq, E, E}, true, {t.context.data(), B * Tq, E, E}, false,
-         g.w_o.weight.data(), E);
-    g.w_o.bias.fill(0.0f);
-    for (std::size_t r = 0; r < B * Tq; ++r)
-        for (std::size_t o = 0; o < E; ++o) g.w_o.bias(o) += d_output.data()[r * E + o];
+    g.w_o.weight = Tensor2::from_shape({E, E});
+    product({d_output.data(), B * Tq, E, E}, true, {t.context.data(), B * Tq, E, E}, false,
+            g.w_o.weight.data(), E);
 
     // 2) per (sequence, kv head), each on its own blocks: first that group's
     //    columns of d context = dy W_o (never the whole [B, Tq, E] at once),
@@ -72,57 +95,106 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     Tensor3 dk = Tensor3::from_shape({B, Tk, Ekv}), dv = Tensor3::from_shape({B, Tk, Ekv});
     const std::size_t GD = group * D;  // the group's columns of the context
     // dP: [Tq, Tk]; dctx_g: the group's d context [Tq, GD]
-    auto head_backward = [&](std::size_t b, std::size_t h, float* dP, const float* dctx_g) {
+    // vt, kp: the kv head's V^T and K packed into panels, or nullptr (BLAS)
+    auto head_backward = [&](std::size_t b, std::size_t h, float* dP, const float* dctx_g,
+                             const float* vt, const float* kp) {
         const std::size_t g = h / group;
         const float add = h == g * group ? 0.0f : 1.0f;  // beta: the group's first writes
         const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * Ekv + g * D;
         const float* P = &t.weights(b, h, 0, 0);           // [Tq, Tk]
         const float* dctx = dctx_g + (h - g * group) * D;  // [Tq, D], rows GD apart
         // context = P V:  dP = dctx V^T,  dV = P^T dctx
-        gemm({dctx, Tq, D, GD}, false, {t.v.data() + ko, Tk, D, Ekv}, true, dP, Tk);
+        if (vt != nullptr) {
+            packed_gemm(dctx, GD, Tq, D, vt, D, Tk, dP, Tk, 1.0f);
+        } else {
+            gemm({dctx, Tq, D, GD}, false, {t.v.data() + ko, Tk, D, Ekv}, true, dP, Tk);
+        }
         gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, GD}, false, dv.data() + ko, Ekv, 1.0f, add);
         // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is a
         // constant (the fill): its gradient is 0
         for (std::size_t i = 0; i < Tq; ++i) {
             const float* p = P + i * Tk;
             float* ds = dP + i * Tk;
+            // the dot in 8 running sums, which the compiler keeps in one vector
+            float part[8] = {};
+            std::size_t j = 0;
+            for (; j + 8 <= Tk; j += 8)
+                for (std::size_t l = 0; l < 8; ++l) part[l] += p[j + l] * ds[j + l];
             float dot = 0.0f;
-            for (std::size_t j = 0; j < Tk; ++j) dot += p[j] * ds[j];
-            for (std::size_t j = 0; j < Tk; ++j) ds[j] = p[j] * (ds[j] - dot);
+            for (; j < Tk; ++j) dot += p[j] * ds[j];
+            for (float x : part) dot += x;
+            for (j = 0; j < Tk; ++j) ds[j] = p[j] * (ds[j] - dot);
             if (in.mask != nullptr) {
                 const bool* keep = mask_row(*in.mask, b, h, i);
-                for (std::size_t j = 0; j < Tk; ++j)
-                    if (!keep[j]) ds[j] = 0.0f;
+                for (j = 0; j < Tk; ++j) ds[j] = keep[j] ? ds[j] : 0.0f;
             }
         }
         // S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
-        gemm({dP, Tq, Tk, Tk}, false, {t.k.data() + ko, Tk, D, Ekv}, false, dq.data() + qo, E,
-             scale);
+        if (kp != nullptr) {
+            packed_gemm(dP, Tk, Tq, Tk, kp, Tk, D, dq.data() + qo, E, scale);
+        } else {
+            gemm({dP, Tq, Tk, Tk}, false, {t.k.data() + ko, Tk, D, Ekv}, false, dq.data() + qo,
+                 E, scale);
+        }
         gemm({dP, Tq, Tk, Tk}, true, {t.q.data() + qo, Tq, D, E}, false, dk.data() + ko, Ekv,
              scale, add);
     };
+    // W_o packed once for every (sequence, kv head)'s d context, when the
+    // packed kernels run (B = W_o: d context = dy W_o)
+    const bool packed = packed_products_on();
+    const std::size_t per_group = packed_floats(E, GD);  // W_o's columns of one group
+    Buffer w_o_panels(packed ? H_kv * per_group : 0);
+    for (std::size_t g = 0; packed && g < H_kv; ++g)
+        pack_panels(m.w_o.weight.data() + g * GD, E, false, E, GD,
+                    w_o_panels.data() + g * per_group);
+    // Each bias gradient in per-sequence pieces, summed as the rows of dy,
+    // dq, dk, dv are made, then added in order (the same bits for any count
+    // of workers).
+    Buffer db_o(B * E), db_q(B * E), db_k(B * Ekv), db_v(B * Ekv);
     std::atomic<std::size_t> next_pair{0};
     parallel_for(std::min(B * H_kv, worker_count()), [&](std::size_t, std::size_t) {
         Buffer dP(Tq * Tk), dctx(Tq * GD);  // this worker's
+        Buffer vt(packed ? packed_floats(D, Tk) : 0), kp(packed ? packed_floats(Tk, D) : 0);
         for (std::size_t bg; (bg = next_pair++) < B * H_kv;) {
             const std::size_t b = bg / H_kv, g = bg % H_kv;
-            gemm({d_output.data() + b * Tq * E, Tq, E, E}, false,
-                 {m.w_o.weight.data() + g * GD, E, GD, E}, false, dctx.data(), GD);
-            for (std::size_t h = g * group; h < (g + 1) * group; ++h)
-                head_backward(b, h, dP.data(), dctx.data());
+            if (packed) {
+                packed_gemm(d_output.data() + b * Tq * E, E, Tq, E,
+                            w_o_panels.data() + g * per_group, E, GD, dctx.data(), GD, 1.0f);
+                const float* v = t.v.data() + b * Tk * Ekv + g * D;  // [Tk, D]
+                const float* k = t.k.data() + b * Tk * Ekv + g * D;  // [Tk, D]
+                pack_panels(v, Ekv, true, D, Tk, vt.data());   // B = V^T
+                pack_panels(k, Ekv, false, Tk, D, kp.data());  // B = K
+            } else {
+                gemm({d_output.data() + b * Tq * E, Tq, E, E}, false,
+                     {m.w_o.weight.data() + g * GD, E, GD, E}, false, dctx.data(), GD);
+            }
+            for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
+                head_backward(b, h, dP.data(), dctx.data(), packed ? vt.data() : nullptr,
+                              packed ? kp.data() : nullptr);
+                column_sums(dq.data() + b * Tq * E + h * D, Tq, D, E, db_q.data() + b * E + h * D);
+            }
+            const std::size_t ko = b * Tk * Ekv + g * D;
+            column_sums(dk.data() + ko, Tk, D, Ekv, db_k.data() + b * Ekv + g * D);
+            column_sums(dv.data() + ko, Tk, D, Ekv, db_v.data() + b * Ekv + g * D);
+            if (g == 0)
+                column_sums(d_output.data() + b * Tq * E, Tq, E, E, db_o.data() + b * E);
         }
     });
+    g.w_o.bias = sum_of_pieces(db_o, B, E);
+    g.wq.bias = sum_of_pieces(db_q, B, E);
+    g.wk.bias = sum_of_pieces(db_k, B, Ekv);
+    g.wv.bias = sum_of_pieces(db_v, B, Ekv);
     // each scratch tensor below goes as soon as it is used: the peak memory
 
     // 3) the three projections
     g.query = Tensor3::from_shape({B, Tq, E});
-    g.wq = linear_backward(in.query.data(), dq.data(), B * Tq, m.wq, g.query.data());
+    g.wq.weight = linear_backward(in.query.data(), dq.data(), B * Tq, m.wq, g.query.data());
     dq = Tensor3();
     g.key = Tensor3::from_shape({B, Tk, E});
-    g.wk = linear_backward(in.key.data(), dk.data(), B * Tk, m.wk, g.key.data());
+    g.wk.weight = linear_backward(in.key.data(), dk.data(), B * Tk, m.wk, g.key.data());
     dk = Tensor3();
     g.value = Tensor3::from_shape({B, Tk, E});
-    g.wv = linear_backward(in.value.data(), dv.data(), B * Tk, m.wv, g.value.data());
+    g.wv.weight = linear_backward(in.value.data(), dv.data(), B * Tk, m.wv, g.value.data());
     return g;
 }
 

@@ -71,6 +71,9 @@ void packed_linear(const float*, std::size_t, std::size_t, std::size_t, const Li
                    std::size_t) {
     throw std::logic_error("packed_linear: this build has no packed kernels (x86-64 only)");
 }
+void packed_product(Block, bool, Block, bool, float*, std::size_t, float, float) {
+    throw std::logic_error("packed_product: this build has no packed kernels (x86-64 only)");
+}
 #endif
 
 }  // namespace mha::fast

@@ -1,11 +1,12 @@
 /// @file packed_gemm.hpp
 /// @brief The engine's products, with the right-hand side packed once:
-/// per head for the attention, per call for the four layers.
+/// per head for the attention, per call for the four layers; and
+/// packed_product(), gemm() on these kernels, for the backward.
 ///
 /// The kernels are AVX2 + FMA (packed_gemm_avx2.cpp), with a 32-column
 /// AVX-512 tile (packed_gemm_avx512.cpp) where the processor has it, built
 /// on x86-64 only and run only when the processor has AVX2 and FMA;
-/// elsewhere the forward sends these products to BLAS through gemm().
+/// elsewhere the engine sends these products to BLAS through gemm().
 ///
 /// Why: each (sequence, head) multiplies one block of query rows after
 /// another by the same K^T and the same V, and BLAS would pack its
@@ -17,6 +18,8 @@
 #pragma once
 
 #include <cstddef>
+
+#include "mha/fast/blas.hpp"
 
 namespace mha::fast {
 
@@ -84,7 +87,7 @@ void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
 /// B = W^T (pack_panels() with trans), its bias, and where its rows go.
 struct LinearPanels {
     const float* packed;  ///< packed_floats(k, n) floats
-    const float* bias;    ///< `[n]`
+    const float* bias;    ///< `[n]`, or nullptr: no bias
     float* c;             ///< C `[m, n]`, rows `ldc` apart
     std::size_t n;        ///< the layer's output size
     std::size_t ldc;      ///< distance between rows of C
@@ -102,6 +105,23 @@ struct LinearPanels {
 /// @param count  how many
 void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                    const LinearPanels* layers, std::size_t count);
+
+/// C = alpha op(A) op(B) + beta C on the packed kernels: what gemm() does
+/// through BLAS, with the same arguments (the backward's large products).
+/// A large product is split by rows of C over the workers, each packing
+/// op(B) for itself; a sum of 4096 terms or more is cut into slabs of 2048,
+/// one per worker, whose results are added in slab order. No element of C
+/// depends on the number of workers. With beta 0, C is not read.
+/// @param a       `[M, K]` (or `[K, M]` when @p trans_a)
+/// @param trans_a use A^T
+/// @param b       `[K, N]` (or `[N, K]` when @p trans_b)
+/// @param trans_b use B^T
+/// @param c       `[M, N]`, rows @p ldc apart
+/// @param ldc     distance between rows of C
+/// @param alpha   scale of the product
+/// @param beta    scale of what C held
+void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std::size_t ldc,
+                    float alpha = 1.0f, float beta = 0.0f);
 
 /// @}
 

@@ -10,6 +10,7 @@
 
 #include "mha/fast/memory.hpp"
 #include "mha/fast/packed_tile.hpp"
+#include "mha/fast/parallel.hpp"
 
 namespace mha::fast {
 
@@ -24,7 +25,7 @@ constexpr std::size_t kDepth = 256;
 // each step loads one row of the panel and broadcasts one element of each
 // of the MR rows of A. add: C += alpha * sum (a later stretch of k);
 // otherwise C = alpha * sum. Only the first ncols columns are written.
-// A is read where L says (a_at()): in place, or
+// A is read where L says (a_at()): in place, by rows or by columns, or
 // from a micro-panel that pack_six_rows() wrote. bias, when given, is added as
 // the tile is stored (a linear layer's first stretch of k).
 template <int MR, ALayout L = ALayout::rows>
@@ -101,17 +102,19 @@ std::size_t tile_at(const float* a, std::size_t lda, const float* panel,
     return ncols;
 }
 
-// tile_at<MR> for the 1-5 rows of A left under the whole 6-row tiles, read
-// in place: MR is known only at run time here.
+// tile_at<MR> for 1-6 rows of A read in place (the rows left under whole
+// 6-row tiles, or a transposed A): MR is known only at run time here.
+template <ALayout L = ALayout::rows>
 std::size_t rest_tile_at(std::size_t rows, const float* a, std::size_t lda, const float* panel,
                          std::size_t packed_k, std::size_t kc, float* c, std::size_t ldc,
                          std::size_t left, float alpha, bool add, const float* bias, bool wide) {
     switch (rows) {
-        case 5: return tile_at<5>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 4: return tile_at<4>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 3: return tile_at<3>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 2: return tile_at<2>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 1: return tile_at<1>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 6: return tile_at<6, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 5: return tile_at<5, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 4: return tile_at<4, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 3: return tile_at<3, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 2: return tile_at<2, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 1: return tile_at<1, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
         default: return left;  // no rows: nothing to do for any column
     }
 }
@@ -175,6 +178,105 @@ void pack_six_rows(const float* a, std::size_t lda, std::size_t kc, float* d) {
 constexpr std::size_t kLinearRows = 48;
 constexpr std::size_t kLinearDepth = 512;
 
+// packed_product() goes through k 256 terms at a time: a 32-column block
+// of the packed B (32 KiB) and a micro-panel of A (6 KiB) stay near L1.
+// Its row blocks are as a linear layer's.
+constexpr std::size_t kProductDepth = 256;
+constexpr std::size_t kProductRows = 48;
+// A product whose sum runs over 4096 terms or more is split into slabs of
+// this many terms (see packed_product()).
+constexpr std::size_t kSlab = 2048;
+
+// Rows i0 .. i0+rows-1 of A, terms t0 .. t0+kc-1, into micro-panels of 6
+// rows as pack_six_rows() writes them (row i's term t at
+// d[(i / 6) 6 kc + 6 t + i % 6]), zeros past the last row.
+void pack_rows(Block a, std::size_t i0, std::size_t rows, std::size_t t0, std::size_t kc,
+               float* d) {
+    const std::size_t padded = (rows + 5) / 6 * 6;
+    for (std::size_t i = 0; i < padded; i += 6) {
+        float* panel = d + i * kc;
+        if (i + 6 <= rows) {
+            pack_six_rows(a.data + (i0 + i) * a.ld + t0, a.ld, kc, panel);
+            continue;
+        }
+        for (std::size_t t = 0; t < kc; ++t)
+            for (std::size_t r = 0; r < 6; ++r)
+                panel[t * 6 + r] = i + r < rows ? a.data[(i0 + i + r) * a.ld + t0 + t] : 0.0f;
+    }
+}
+
+// One packed_product(): its operands and the work of one worker.
+struct Product {
+    Block a;
+    bool trans_a;
+    Block b;
+    bool trans_b;
+    std::size_t m, n;
+    bool wide;
+
+    // Rows i0 .. i1-1 of C (+)= alpha op(A) op(B) over terms k0 .. k1-1,
+    // C rows ldc apart; the first stretch adds to C when add_first. op(B)'s
+    // rows of the range are packed first, in this thread's buffer; then
+    // each block of rows meets them, 256 terms at a time.
+    void run(std::size_t i0, std::size_t i1, std::size_t k0, std::size_t k1, float* c,
+             std::size_t ldc, float alpha, bool add_first) const {
+        const std::size_t k = k1 - k0, per_stretch = packed_floats(kProductDepth, n);
+        thread_local Buffer panels, block;
+        panels.resize((k + kProductDepth - 1) / kProductDepth * per_stretch);
+        block.resize(kProductRows * kProductDepth + 8);  // + pack_six_rows' overrun
+        for (std::size_t t0 = 0; t0 < k; t0 += kProductDepth) {
+            const std::size_t kc = std::min(kProductDepth, k - t0), t = k0 + t0;
+            pack_panels(trans_b ? b.data + t : b.data + t * b.ld, b.ld, trans_b, kc, n,
+                        panels.data() + t0 / kProductDepth * per_stretch);
+        }
+        for (std::size_t r0 = i0; r0 < i1; r0 += kProductRows) {
+            const std::size_t rows = std::min(kProductRows, i1 - r0);
+            for (std::size_t t0 = 0; t0 < k; t0 += kProductDepth) {
+                const std::size_t kc = std::min(kProductDepth, k - t0);
+                const bool add = t0 > 0 || add_first;
+                // A into micro-panels; A^T's rows (the terms) copied as they
+                // are, next to each other: read by columns, from one block
+                if (trans_a) {
+                    for (std::size_t t = 0; t < kc; ++t)
+                        std::copy_n(a.data + (k0 + t0 + t) * a.ld + r0, rows,
+                                    block.data() + t * kProductRows);
+                } else {
+                    pack_rows(a, r0, rows, k0 + t0, kc, block.data());
+                }
+                const float* stretch = panels.data() + t0 / kProductDepth * per_stretch;
+                for (std::size_t j0 = 0, step = 0; j0 < n; j0 += step) {
+                    for (std::size_t i = 0; i < rows; i += 6) {
+                        const std::size_t mr = std::min<std::size_t>(6, rows - i);
+                        float* ci = c + (r0 + i) * ldc + j0;
+                        step = trans_a ? rest_tile_at<ALayout::columns>(
+                                             mr, block.data() + i, kProductRows,
+                                             stretch + j0 * kc, kc, kc, ci, ldc, n - j0, alpha,
+                                             add, nullptr, wide)
+                                       : tile_rows(mr, block.data() + i * kc, stretch + j0 * kc,
+                                                   kc, ci, ldc, n - j0, alpha, add);
+                    }
+                }
+            }
+        }
+    }
+
+    // One tile from a micro-panel; the last 1-5 rows of C go through a
+    // whole tile in scratch, then only they are written.
+    std::size_t tile_rows(std::size_t rows, const float* ap, const float* panel,
+                          std::size_t kc, float* c, std::size_t ldc, std::size_t left,
+                          float alpha, bool add) const {
+        if (rows == 6)
+            return tile_at<6, ALayout::micro_panel>(ap, 0, panel, kc, kc, c, ldc, left, alpha, add, nullptr, wide);
+        constexpr std::size_t w = 2 * kPanelWidth;
+        float part[6 * w];
+        const std::size_t cols =
+            tile_at<6, ALayout::micro_panel>(ap, 0, panel, kc, kc, part, w, left, alpha, false, nullptr, wide);
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t j = 0; j < cols; ++j)
+                c[r * ldc + j] = add ? c[r * ldc + j] + part[r * w + j] : part[r * w + j];
+        return cols;
+    }
+};
 }  // namespace
 
 void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
@@ -263,7 +365,7 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
                 float* ci = layers[l].c + i0 * ldc;
                 for (std::size_t j0 = 0, step = 0; j0 < n; j0 += step) {
                     const float* panel = layers[l].packed + j0 * k + t0 * kPanelWidth;
-                    const float* bias = add ? nullptr : layers[l].bias + j0;
+                    const float* bias = add || layers[l].bias == nullptr ? nullptr : layers[l].bias + j0;
                     for (std::size_t i = 0; i < full; i += 6)
                         step = tile_at<6, ALayout::micro_panel>(block.data() + i * kc, 0, panel, k, kc,
                                                 ci + i * ldc + j0, ldc, n - j0, 1.0f, add,
@@ -275,6 +377,57 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
                 }
             }
         }
+    }
+}
+
+void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std::size_t ldc,
+                    float alpha, float beta) {
+    const std::size_t m = trans_a ? a.cols : a.rows, k = trans_a ? a.rows : a.cols;
+    const std::size_t n = trans_b ? b.rows : b.cols;
+    if (m == 0 || n == 0) return;
+    const Product p{a, trans_a, b, trans_b, m, n, wide_tiles_on()};
+    const bool large = double(m) * double(n) * double(k) >= 4.0e6 && m >= 64;
+    if (large && k >= 2 * kSlab) {
+        // A long sum (a weight's gradient, k = batch x time): slabs of k
+        // go to the workers, each into its own [m, n]; their sum is added
+        // to C in slab order, whatever the number of workers.
+        const std::size_t slabs = (k + kSlab - 1) / kSlab;
+        Buffer partial(slabs * m * n);
+        parallel_for(slabs, [&](std::size_t s0, std::size_t s1) {
+            for (std::size_t s = s0; s < s1; ++s)
+                p.run(0, m, s * kSlab, std::min(k, (s + 1) * kSlab), partial.data() + s * m * n,
+                      n, 1.0f, false);
+        });
+        for (std::size_t i = 0; i < m; ++i) {
+            for (std::size_t j = 0; j < n; ++j) {
+                float sum = 0.0f;
+                for (std::size_t s = 0; s < slabs; ++s) sum += partial[(s * m + i) * n + j];
+                float& to = c[i * ldc + j];
+                to = beta == 0.0f ? alpha * sum : beta * to + alpha * sum;
+            }
+        }
+        return;
+    }
+    // Otherwise rows of C go to the workers, each packing op(B) for itself.
+    // C = beta C first, unless beta is 0 (C is then not read, as in BLAS)
+    // or 1; from there on every stretch of k adds into C.
+    if (beta != 0.0f && beta != 1.0f) {
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+    }
+    if (k == 0) {
+        if (beta == 0.0f)
+            for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+        return;
+    }
+    auto rows = [&](std::size_t tile0, std::size_t tile1) {
+        p.run(tile0 * 6, std::min(m, tile1 * 6), 0, k, c, ldc, alpha, beta != 0.0f);
+    };
+    const std::size_t tiles = (m + 5) / 6;  // of 6 rows, the last maybe fewer
+    if (large) {
+        parallel_for(tiles, rows);
+    } else {
+        rows(0, tiles);
     }
 }
 

@@ -88,6 +88,10 @@ void wide_tile(std::size_t rows, ALayout layout, const float* a, std::size_t lda
             wide_rows<ALayout::rows>(rows, a, lda, panel, panel_stride, kc, c, ldc, ncols, alpha,
                                      add, bias);
             break;
+        case ALayout::columns:
+            wide_rows<ALayout::columns>(rows, a, lda, panel, panel_stride, kc, c, ldc, ncols,
+                                        alpha, add, bias);
+            break;
     }
 }
 

@@ -16,6 +16,7 @@ namespace mha::fast {
 enum class ALayout {
     rows,         ///< in place, `a[r * lda + t]`
     micro_panel,  ///< packed by pack_six_rows(), `a[t * 6 + r]` (6 rows)
+    columns,      ///< in place in a transposed A, `a[t * lda + r]`
 };
 
 /// Element (r, t) of A as @p L lays it out.
@@ -26,7 +27,8 @@ enum class ALayout {
 /// @return    where that element is
 template <ALayout L>
 inline const float* a_at(const float* a, std::size_t lda, std::size_t r, std::size_t t) {
-    return L == ALayout::rows ? a + r * lda + t : a + t * 6 + r;
+    return L == ALayout::rows ? a + r * lda + t : L == ALayout::columns ? a + t * lda + r
+                                                                        : a + t * 6 + r;
 }
 
 /// Whether the packed kernels run their 32-column AVX-512 tile.
