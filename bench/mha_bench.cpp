@@ -265,24 +265,25 @@ int main(int argc, char** argv) {
         paired("forward_into, output reused:", reuse_s, reuse_ratios);
         if (packed) paired("forward_into, all in BLAS:", blas_s, blas_ratios);
 
-        // The backward from a kept trace, as a training step runs it, each
-        // paired with an sgemm; then trace + backward, a whole training step.
+        // The backward from a kept trace, as a training step runs it (self-
+        // attention: one dL/dX, as PyTorch's x.grad), each paired with an
+        // sgemm; then trace + backward, a whole training step.
         const mha::Tensor3 d_out = mha::randn(B, T, E, rng);
         std::vector<double> bwd_s, bwd_ratios, bwd_peaks, step_s;
         {
             Sgemm g;
             mha::ForwardTrace tr = m.trace(x, x, x, &causal);
-            mha::backward(m, tr, x, x, x, d_out, &causal);  // warm-up
+            mha::backward_self_attention(m, tr, x, d_out, &causal);  // warm-up
             for (int r = 0; r < g_runs; ++r) {
                 const double p = g.gflops(1);
                 const double s = median_seconds(
-                    [&] { mha::backward(m, tr, x, x, x, d_out, &causal); }, 1);
+                    [&] { mha::backward_self_attention(m, tr, x, d_out, &causal); }, 1);
                 bwd_s.push_back(s);
                 bwd_peaks.push_back(p);
                 bwd_ratios.push_back(s / (2 * flops / (p * 1e9)));
                 step_s.push_back(median_seconds([&] {
                     const mha::ForwardTrace t2 = m.trace(x, x, x, &causal);
-                    mha::backward(m, t2, x, x, x, d_out, &causal);
+                    mha::backward_self_attention(m, t2, x, d_out, &causal);
                 }, 1));
             }
         }
@@ -300,7 +301,7 @@ int main(int argc, char** argv) {
         const double before_mb = peak_rss_mb();
         {
             const mha::ForwardTrace t2 = m.trace(x, x, x, &causal);
-            mha::backward(m, t2, x, x, x, d_out, &causal);
+            mha::backward_self_attention(m, t2, x, d_out, &causal);
         }
         const double params_mb = (4 * E * E + 4 * E) * 4.0 / 1e6;
         const double bte_mb = B * T * E * 4.0 / 1e6, bhtt_mb = B * H * T * T * 4.0 / 1e6;

@@ -173,7 +173,7 @@ void save_grads(const std::string& out, const mha::AttentionGrads& g, bool group
     if (cross) {
         save("query", g.query), save("key", g.key), save("value", g.value);
     } else {
-        save("query", mha::Tensor3(g.query + g.key + g.value));
+        save("query", g.input);  // backward_self_attention()'s dL/dX
     }
 }
 
@@ -246,7 +246,9 @@ int mha_forward_main(int argc, char** argv) {
             const mha::Mask* mask = keep ? &*keep : nullptr;
             const mha::ForwardTrace t = m.trace(q, k, v, mask, fill, masks.bias_ptr());
             const mha::AttentionGrads g =
-                mha::backward(m, t, q, k, v, g_out, mask, fill, masks.bias_ptr());
+                cross ? mha::backward(m, t, q, k, v, g_out, mask, fill, masks.bias_ptr())
+                      : mha::backward_self_attention(m, t, q, g_out, mask, fill,
+                                                     masks.bias_ptr());
             mha::save_npy(out + "/output.npy", t.output);
             mha::save_npy(out + "/attn_weights.npy", t.weights);
             save_grads(out, g, H_kv != H, cross);

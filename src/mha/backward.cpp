@@ -126,4 +126,10 @@ AttentionGrads backward(const MultiHeadAttention& m, const ForwardTrace& trace,
     return fast::backward(m, {query, key, value, mask, fill, score_bias}, trace, d_output);
 }
 
+AttentionGrads backward_self_attention(const MultiHeadAttention& m, const ForwardTrace& trace,
+                                       const Tensor3& x, const Tensor3& d_output,
+                                       const Mask* mask, float fill, const Tensor4* score_bias) {
+    return fast::backward(m, {x, x, x, mask, fill, score_bias}, trace, d_output, true);
+}
+
 }  // namespace mha

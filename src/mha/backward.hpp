@@ -44,6 +44,7 @@ struct AttentionGrads {
     Tensor3 query;               ///< dL/d query `[B, Tq, E]`
     Tensor3 key;                 ///< dL/d key `[B, Tk, E]`
     Tensor3 value;               ///< dL/d value `[B, Tk, E]`
+    Tensor3 input;               ///< dL/dX `[B, T, E]`: backward_self_attention() only
 };
 
 /// dL/d(everything) given dL/d(output), for the same arguments forward()
@@ -103,6 +104,24 @@ AttentionGrads backward(const MultiHeadAttention& m, const ForwardTrace& trace,
                         const Tensor3& query, const Tensor3& key, const Tensor3& value,
                         const Tensor3& d_output, const Mask* mask = nullptr,
                         float fill = kNegInf, const Tensor4* score_bias = nullptr);
+
+/// Self-attention's backward from a kept `trace(x, x, x, ...)`: X is read
+/// as query, key and value, so dL/dX is the sum of what backward() gives
+/// those three. It is returned in `input` (`query`, `key`, `value` stay
+/// empty), made as one product [dQ dK dV] [Wq; Wk; Wv], as PyTorch's
+/// `in_proj` makes `x.grad`; what a training step runs.
+/// @param m        the module
+/// @param trace    what m.trace(x, x, x, ...) returned
+/// @param x        `[B, T, E]`
+/// @param d_output dL/d output `[B, T, E]`
+/// @param mask     the mask the trace was made with, or nullptr
+/// @param fill     the fill it was made with
+/// @param score_bias the score bias it was made with, or nullptr
+/// @return         the four layers' gradients and `input`
+AttentionGrads backward_self_attention(const MultiHeadAttention& m, const ForwardTrace& trace,
+                                       const Tensor3& x, const Tensor3& d_output,
+                                       const Mask* mask = nullptr, float fill = kNegInf,
+                                       const Tensor4* score_bias = nullptr);
 
 /// The module's eight parameters paired with their gradients, in a fixed
 /// order: wq, wk, wv, w_o, each .weight then .bias; what Sgd::step() and

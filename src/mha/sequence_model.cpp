@@ -37,10 +37,10 @@ SequenceGrads backward(const SequenceModel& m, const SequenceTrace& t, const Tok
                        const Tensor3& d_logits) {
     SequenceGrads g;
     const Tensor3 d_attn = linear_backward(t.attn.output, d_logits, m.readout, g.readout);
-    g.attn = backward(m.attn, t.attn, t.x, t.x, t.x, d_attn);
-    // x fed query, key and value: its gradient is the sum of the three.
-    const Tensor3 d_x = g.attn.query + g.attn.key + g.attn.value;  // [B, T, E]
-    g.embedding = embed_backward(m.embedding, tokens, d_x);
+    // x fed query, key and value: its gradient is the sum of the three,
+    // which backward_self_attention() makes at once
+    g.attn = backward_self_attention(m.attn, t.attn, t.x, d_attn);
+    g.embedding = embed_backward(m.embedding, tokens, g.attn.input);  // d x [B, T, E]
     return g;
 }
 

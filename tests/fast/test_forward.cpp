@@ -251,6 +251,53 @@ TEST_CASE("forward: every sequence of a chunked batch, the last chunks' too, as 
     }
 }
 
+TEST_CASE("backward_self_attention: dL/dX is the stages' query + key + value, every weight's "
+          "gradient as theirs, GQA and masks" * doctest::test_suite("oracle")) {
+    // One [B*T, E + 2 Ekv] dQKV and one product for dL/dX against the three
+    // tensors of backward_stages(X, X, X), summed in double.
+    struct Shape {
+        std::size_t B, T, E, H;
+    };
+    std::uint64_t seed = 800;
+    for (const Shape& c : {Shape{2, 5, 12, 3}, Shape{40, 16, 16, 2}, Shape{1, 70, 8, 2},
+                           Shape{3, 9, 64, 4}}) {
+        for (int masked = 0; masked < 2; ++masked) {
+            for (std::size_t H_kv : {c.H, std::size_t{1}}) {
+                CAPTURE(c.B); CAPTURE(c.T); CAPTURE(c.E); CAPTURE(masked); CAPTURE(H_kv);
+                mha::Rng rng(++seed);
+                const mha::MultiHeadAttention m(c.E, c.H, H_kv, mha::Init::xavier(seed));
+                const mha::Tensor3 x = mha::randn(c.B, c.T, c.E, rng);
+                const mha::Tensor3 r = mha::randn(c.B, c.T, c.E, rng);
+                const mha::Mask causal = mha::causal_mask(c.T, c.T);
+                const mha::Mask* mp = masked ? &causal : nullptr;
+                const auto want = mha::backward_stages(m, x, x, x, r, mp);
+                const auto got = mha::backward_self_attention(m, m.trace(x, x, x, mp), x, r, mp);
+                auto close = [](const auto& a, const auto& b) {  // relative to the largest
+                    double big = 1e-6;
+                    for (float v : b) big = std::max(big, double(std::fabs(v)));
+                    return mha::max_abs_diff(a, b) / big;
+                };
+                const mha::Tensor3 sum = want.query + want.key + want.value;
+                CHECK(close(got.input, sum) < 1e-5);
+                CHECK(close(got.wq.weight, want.wq.weight) < 1e-5);
+                CHECK(close(got.wk.weight, want.wk.weight) < 1e-5);
+                CHECK(close(got.wv.weight, want.wv.weight) < 1e-5);
+                CHECK(close(got.w_o.weight, want.w_o.weight) < 1e-5);
+                CHECK(close(got.wq.bias, want.wq.bias) < 1e-5);
+                CHECK(close(got.wv.bias, want.wv.bias) < 1e-5);
+                CHECK(close(got.w_o.bias, want.w_o.bias) < 1e-5);
+                // wk's bias shifts every score of a row alike, which softmax
+                // ignores: its gradient is 0, here rounding of order 1e-8
+                CHECK(mha::max_abs_diff(got.wk.bias, want.wk.bias) <
+                      1e-5 * std::max(1e-6, double(xt::amax(xt::abs(want.wq.bias))())));
+                CHECK(got.query.size() == 0);  // the one input's gradient is input
+                CHECK(got.key.size() == 0);
+                CHECK(got.value.size() == 0);
+            }
+        }
+    }
+}
+
 TEST_CASE("backward: the engine's gradients equal the stages', masks, cross-attention, GQA" *
           doctest::test_suite("oracle")) {
     // Shapes across the engine's chunks, a fully padded sequence, a causal

@@ -60,7 +60,7 @@ Tensor2 linear_backward(const float* x, const float* dy, std::size_t R, const Li
 }  // namespace
 
 AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const ForwardTrace& t,
-                        const Tensor3& d_output) {
+                        const Tensor3& d_output, bool self_attention) {
     m.check_inputs(in.query, in.key, in.value);
     const std::size_t B = in.query.shape(0), Tq = in.query.shape(1);
     const std::size_t Tk = in.key.shape(1), E = m.embed_dim();
@@ -91,8 +91,20 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     //    then per query head of the group: weights x V, softmax, mask,
     //    scores. The group's heads add their dK and dV into the kv head
     //    they share.
-    Tensor3 dq = Tensor3::from_shape({B, Tq, E});
-    Tensor3 dk = Tensor3::from_shape({B, Tk, Ekv}), dv = Tensor3::from_shape({B, Tk, Ekv});
+    //    dQ, dK and dV are three tensors, or for self-attention the three
+    //    column blocks of one [B*T, E + 2 Ekv], as PyTorch's in_proj.
+    const std::size_t W = E + 2 * Ekv;
+    Buffer dqkv(self_attention ? B * Tq * W : 0);
+    Tensor3 dq, dk, dv;
+    if (!self_attention) {
+        dq = Tensor3::from_shape({B, Tq, E});
+        dk = Tensor3::from_shape({B, Tk, Ekv});
+        dv = Tensor3::from_shape({B, Tk, Ekv});
+    }
+    float* const dq_p = self_attention ? dqkv.data() : dq.data();
+    float* const dk_p = self_attention ? dqkv.data() + E : dk.data();
+    float* const dv_p = self_attention ? dqkv.data() + E + Ekv : dv.data();
+    const std::size_t ldq = self_attention ? W : E, ldkv = self_attention ? W : Ekv;
     const std::size_t GD = group * D;  // the group's columns of the context
     // dP: [Tq, Tk]; dctx_g: the group's d context [Tq, GD]
     // vt, kp: the kv head's V^T and K packed into panels, or nullptr (BLAS)
@@ -100,7 +112,9 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                              const float* vt, const float* kp) {
         const std::size_t g = h / group;
         const float add = h == g * group ? 0.0f : 1.0f;  // beta: the group's first writes
-        const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * Ekv + g * D;
+        const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * Ekv + g * D;  // in the trace
+        float* dq_h = dq_p + b * Tq * ldq + h * D;                             // [Tq, D]
+        float* dk_g = dk_p + b * Tk * ldkv + g * D, *dv_g = dv_p + b * Tk * ldkv + g * D;
         const float* P = &t.weights(b, h, 0, 0);           // [Tq, Tk]
         const float* dctx = dctx_g + (h - g * group) * D;  // [Tq, D], rows GD apart
         // context = P V:  dP = dctx V^T,  dV = P^T dctx
@@ -109,7 +123,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
         } else {
             gemm({dctx, Tq, D, GD}, false, {t.v.data() + ko, Tk, D, Ekv}, true, dP, Tk);
         }
-        gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, GD}, false, dv.data() + ko, Ekv, 1.0f, add);
+        gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, GD}, false, dv_g, ldkv, 1.0f, add);
         // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is a
         // constant (the fill): its gradient is 0
         for (std::size_t i = 0; i < Tq; ++i) {
@@ -131,13 +145,11 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
         }
         // S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
         if (kp != nullptr) {
-            packed_gemm(dP, Tk, Tq, Tk, kp, Tk, D, dq.data() + qo, E, scale);
+            packed_gemm(dP, Tk, Tq, Tk, kp, Tk, D, dq_h, ldq, scale);
         } else {
-            gemm({dP, Tq, Tk, Tk}, false, {t.k.data() + ko, Tk, D, Ekv}, false, dq.data() + qo,
-                 E, scale);
+            gemm({dP, Tq, Tk, Tk}, false, {t.k.data() + ko, Tk, D, Ekv}, false, dq_h, ldq, scale);
         }
-        gemm({dP, Tq, Tk, Tk}, true, {t.q.data() + qo, Tq, D, E}, false, dk.data() + ko, Ekv,
-             scale, add);
+        gemm({dP, Tq, Tk, Tk}, true, {t.q.data() + qo, Tq, D, E}, false, dk_g, ldkv, scale, add);
     };
     // W_o packed once for every (sequence, kv head)'s d context, when the
     // packed kernels run (B = W_o: d context = dy W_o)
@@ -171,11 +183,11 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
             for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
                 head_backward(b, h, dP.data(), dctx.data(), packed ? vt.data() : nullptr,
                               packed ? kp.data() : nullptr);
-                column_sums(dq.data() + b * Tq * E + h * D, Tq, D, E, db_q.data() + b * E + h * D);
+                column_sums(dq_p + b * Tq * ldq + h * D, Tq, D, ldq, db_q.data() + b * E + h * D);
             }
-            const std::size_t ko = b * Tk * Ekv + g * D;
-            column_sums(dk.data() + ko, Tk, D, Ekv, db_k.data() + b * Ekv + g * D);
-            column_sums(dv.data() + ko, Tk, D, Ekv, db_v.data() + b * Ekv + g * D);
+            const std::size_t ko = b * Tk * ldkv + g * D;
+            column_sums(dk_p + ko, Tk, D, ldkv, db_k.data() + b * Ekv + g * D);
+            column_sums(dv_p + ko, Tk, D, ldkv, db_v.data() + b * Ekv + g * D);
             if (g == 0)
                 column_sums(d_output.data() + b * Tq * E, Tq, E, E, db_o.data() + b * E);
         }
@@ -187,6 +199,27 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     // each scratch tensor below goes as soon as it is used: the peak memory
 
     // 3) the three projections
+    if (self_attention) {
+        // One product for the three weights' gradients, [dQ dK dV]^T X, and
+        // one for dL/dX = [dQ dK dV] [Wq; Wk; Wv]: X is read once, and
+        // dL/dX written once, not as three tensors to add.
+        const std::size_t R = B * Tq;
+        const float* x = in.query.data();
+        Buffer dw(W * E), stacked(W * E);
+        product({dqkv.data(), R, W, W}, true, {x, R, E, E}, false, dw.data(), E);  // [W, E]
+        const Linear* layers[3] = {&m.wq, &m.wk, &m.wv};
+        LinearGrad* grads[3] = {&g.wq, &g.wk, &g.wv};
+        for (std::size_t l = 0, row = 0; l < 3; row += layers[l]->out_features(), ++l) {
+            const std::size_t n = layers[l]->out_features();
+            grads[l]->weight = Tensor2::from_shape({n, E});
+            std::copy_n(dw.data() + row * E, n * E, grads[l]->weight.data());
+            std::copy_n(layers[l]->weight.data(), n * E, stacked.data() + row * E);
+        }
+        g.input = Tensor3::from_shape({B, Tq, E});
+        product({dqkv.data(), R, W, W}, false, {stacked.data(), W, E, E}, false,
+                g.input.data(), E);  // [R, E]
+        return g;
+    }
     g.query = Tensor3::from_shape({B, Tq, E});
     g.wq.weight = linear_backward(in.query.data(), dq.data(), B * Tq, m.wq, g.query.data());
     dq = Tensor3();

@@ -398,14 +398,16 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
                 p.run(0, m, s * kSlab, std::min(k, (s + 1) * kSlab), partial.data() + s * m * n,
                       n, 1.0f, false);
         });
-        for (std::size_t i = 0; i < m; ++i) {
-            for (std::size_t j = 0; j < n; ++j) {
-                float sum = 0.0f;
-                for (std::size_t s = 0; s < slabs; ++s) sum += partial[(s * m + i) * n + j];
-                float& to = c[i * ldc + j];
-                to = beta == 0.0f ? alpha * sum : beta * to + alpha * sum;
+        parallel_for(m, [&](std::size_t i0, std::size_t i1) {
+            for (std::size_t i = i0; i < i1; ++i) {
+                for (std::size_t j = 0; j < n; ++j) {
+                    float sum = 0.0f;
+                    for (std::size_t s = 0; s < slabs; ++s) sum += partial[(s * m + i) * n + j];
+                    float& to = c[i * ldc + j];
+                    to = beta == 0.0f ? alpha * sum : beta * to + alpha * sum;
+                }
             }
-        }
+        });
         return;
     }
     // Otherwise rows of C go to the workers, each packing op(B) for itself.
