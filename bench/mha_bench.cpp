@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
         }
         const double bwd = median(bwd_s);
         std::printf("  %-28s %.3f s, %.1f GFLOP/s, %.2fx roofline (FLOPs: 2x the forward's)\n",
-                    "backward(), from a trace:", bwd, 2 * flops / bwd / 1e9, median(bwd_ratios));
+                    "backward, self-attention:", bwd, 2 * flops / bwd / 1e9, median(bwd_ratios));
         std::printf("  %-28s %.3f s\n", "training step, trace+backward:", median(step_s));
         // Peak memory of one training step, against what must exist: the
         // input, the weights, the trace the backward reads (Q, K, V, the

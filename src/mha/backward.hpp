@@ -50,7 +50,7 @@ struct AttentionGrads {
 /// dL/d(everything) given dL/d(output), for the same arguments forward()
 /// took: the stages of forward_stages() in reverse, each written out in
 /// backward.cpp. For self-attention `forward(X, X, X)`, dL/dX is the sum
-/// query + key + value.
+/// query + key + value (backward_self_attention() makes it at once).
 ///
 /// Softmax backward: with P the weights of one row and G = dL/dP,
 /// \f$\partial L / \partial s_j = P_j (G_j - \sum_k P_k G_k)\f$.
