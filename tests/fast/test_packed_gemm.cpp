@@ -308,8 +308,9 @@ TEST_CASE("packed_product equals C = alpha op(A) op(B) + beta C in double, every
                                 size += std::fabs(x * y);
                             }
                             const double old = beta == 0.0f ? 0.0 : before[i * ldc + j];
-                            const double err = std::fabs(c[i * ldc + j] - (alpha * sum + beta * old));
-                            mha_test::keep_worst(worst, err / (alpha * size + std::fabs(beta * old)));
+                            const double want = alpha * sum + beta * old;
+                            const double scale = alpha * size + std::fabs(beta * old);
+                            mha_test::keep_worst(worst, std::fabs(c[i * ldc + j] - want) / scale);
                         }
                     }
                     // k float steps, a slab sum and beta C, each rounding by <= 6e-8

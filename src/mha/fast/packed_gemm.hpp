@@ -30,7 +30,7 @@ namespace mha::fast {
 /// @return true on x86-64 builds, on a processor with AVX2 and FMA
 bool packed_products_available();
 
-/// Whether the forward uses the packed kernels.
+/// Whether the engine (forward and backward) uses the packed kernels.
 /// @return packed_products_available(), unless set_packed_products(false)
 ///         or the environment variable MHA_PACKED=0 turned them off
 bool packed_products_on();

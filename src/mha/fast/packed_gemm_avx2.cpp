@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "mha/fast/memory.hpp"
@@ -108,13 +109,17 @@ template <ALayout L = ALayout::rows>
 std::size_t rest_tile_at(std::size_t rows, const float* a, std::size_t lda, const float* panel,
                          std::size_t packed_k, std::size_t kc, float* c, std::size_t ldc,
                          std::size_t left, float alpha, bool add, const float* bias, bool wide) {
+    auto at = [&](auto mr) {
+        return tile_at<decltype(mr)::value, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha,
+                                               add, bias, wide);
+    };
     switch (rows) {
-        case 6: return tile_at<6, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 5: return tile_at<5, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 4: return tile_at<4, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 3: return tile_at<3, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 2: return tile_at<2, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
-        case 1: return tile_at<1, L>(a, lda, panel, packed_k, kc, c, ldc, left, alpha, add, bias, wide);
+        case 6: return at(std::integral_constant<int, 6>{});
+        case 5: return at(std::integral_constant<int, 5>{});
+        case 4: return at(std::integral_constant<int, 4>{});
+        case 3: return at(std::integral_constant<int, 3>{});
+        case 2: return at(std::integral_constant<int, 2>{});
+        case 1: return at(std::integral_constant<int, 1>{});
         default: return left;  // no rows: nothing to do for any column
     }
 }
@@ -211,7 +216,7 @@ struct Product {
     bool trans_a;
     Block b;
     bool trans_b;
-    std::size_t m, n;
+    std::size_t n;  // columns of C
     bool wide;
 
     // Rows i0 .. i1-1 of C (+)= alpha op(A) op(B) over terms k0 .. k1-1,
@@ -265,18 +270,20 @@ struct Product {
     std::size_t tile_rows(std::size_t rows, const float* ap, const float* panel,
                           std::size_t kc, float* c, std::size_t ldc, std::size_t left,
                           float alpha, bool add) const {
+        constexpr ALayout L = ALayout::micro_panel;
         if (rows == 6)
-            return tile_at<6, ALayout::micro_panel>(ap, 0, panel, kc, kc, c, ldc, left, alpha, add, nullptr, wide);
+            return tile_at<6, L>(ap, 0, panel, kc, kc, c, ldc, left, alpha, add, nullptr, wide);
         constexpr std::size_t w = 2 * kPanelWidth;
         float part[6 * w];
         const std::size_t cols =
-            tile_at<6, ALayout::micro_panel>(ap, 0, panel, kc, kc, part, w, left, alpha, false, nullptr, wide);
+            tile_at<6, L>(ap, 0, panel, kc, kc, part, w, left, alpha, false, nullptr, wide);
         for (std::size_t r = 0; r < rows; ++r)
             for (std::size_t j = 0; j < cols; ++j)
                 c[r * ldc + j] = add ? c[r * ldc + j] + part[r * w + j] : part[r * w + j];
         return cols;
     }
 };
+
 }  // namespace
 
 void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
@@ -365,11 +372,12 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
                 float* ci = layers[l].c + i0 * ldc;
                 for (std::size_t j0 = 0, step = 0; j0 < n; j0 += step) {
                     const float* panel = layers[l].packed + j0 * k + t0 * kPanelWidth;
-                    const float* bias = add || layers[l].bias == nullptr ? nullptr : layers[l].bias + j0;
+                    const float* bias =
+                        add || layers[l].bias == nullptr ? nullptr : layers[l].bias + j0;
                     for (std::size_t i = 0; i < full; i += 6)
-                        step = tile_at<6, ALayout::micro_panel>(block.data() + i * kc, 0, panel, k, kc,
-                                                ci + i * ldc + j0, ldc, n - j0, 1.0f, add,
-                                                bias, wide);
+                        step = tile_at<6, ALayout::micro_panel>(
+                            block.data() + i * kc, 0, panel, k, kc, ci + i * ldc + j0, ldc,
+                            n - j0, 1.0f, add, bias, wide);
                     if (rows > full)
                         step = rest_tile_at(rows - full, ai + full * lda, lda, panel, k, kc,
                                             ci + full * ldc + j0, ldc, n - j0, 1.0f, add, bias,
@@ -385,7 +393,7 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
     const std::size_t m = trans_a ? a.cols : a.rows, k = trans_a ? a.rows : a.cols;
     const std::size_t n = trans_b ? b.rows : b.cols;
     if (m == 0 || n == 0) return;
-    const Product p{a, trans_a, b, trans_b, m, n, wide_tiles_on()};
+    const Product p{a, trans_a, b, trans_b, n, wide_tiles_on()};
     const bool large = double(m) * double(n) * double(k) >= 4.0e6 && m >= 64;
     if (large && k >= 2 * kSlab) {
         // A long sum (a weight's gradient, k = batch x time): slabs of k
