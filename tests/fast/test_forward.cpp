@@ -348,3 +348,72 @@ TEST_CASE("backward: the engine's gradients equal the stages', masks, cross-atte
         }
     }
 }
+
+TEST_CASE("backward under a random mask: keys nobody sees, rows that see nothing, blocks "
+          "that stop early, the stages' gradients" * doctest::test_suite("oracle")) {
+    // Under the -inf fill each block of 16 query rows stops at the last key
+    // its rows see, and each block of keys starts at the first query block
+    // that sees it; a random mask makes those limits uneven.
+    mha::Rng rng(950);
+    const std::size_t B = 3, Tq = 40, Tk = 37, E = 16, H = 2;
+    const mha::MultiHeadAttention m(E, H, 1, mha::Init::xavier(950));
+    const mha::Tensor3 q = mha::randn(B, Tq, E, rng), kv = mha::randn(B, Tk, E, rng);
+    const mha::Tensor3 r = mha::randn(B, Tq, E, rng);
+    mha::Mask mask = mha::Mask::from_shape({B, H, Tq, Tk});
+    for (bool& keep : mask) keep = rng.uniform(0.0f, 1.0f) < 0.3f;
+    for (std::size_t i = 0; i < Tq; ++i) {
+        for (std::size_t j = 0; j < Tk; ++j) {
+            mask(0, 1, i, j) = j < i / 3;  // head 1: a staircase, the last keys unseen
+            if (j >= 20) mask(1, 0, i, j) = false;  // keys 20.. seen by no query
+        }
+    }
+    for (std::size_t j = 0; j < Tk; ++j) mask(2, 0, 17, j) = false;  // a row that sees nothing
+    const auto want = mha::backward_stages(m, q, kv, kv, r, &mask);
+    const auto got = mha::backward(m, m.trace(q, kv, kv, &mask), q, kv, kv, r, &mask);
+    CHECK(relative_diff(got.query, want.query) < 1e-5);
+    CHECK(relative_diff(got.key, want.key) < 1e-5);
+    CHECK(relative_diff(got.value, want.value) < 1e-5);
+    CHECK(relative_diff(got.wq.weight, want.wq.weight) < 1e-5);
+    CHECK(relative_diff(got.wk.weight, want.wk.weight) < 1e-5);
+    CHECK(relative_diff(got.wv.weight, want.wv.weight) < 1e-5);
+    CHECK(relative_diff(got.w_o.weight, want.w_o.weight) < 1e-5);
+}
+
+TEST_CASE("backward: skipping masked keys hides no NaN that the whole sums meet") {
+    // One NaN in V, K, Q or d output. With the -inf fill the backward skips
+    // what the causal mask hides; with another fill (on the same trace) it
+    // computes every column. A weight of 0 times NaN is NaN in the whole
+    // sums, so both must put NaN in the same places, and agree elsewhere.
+    const std::size_t B = 1, T = 64, E = 16, H = 2;
+    const mha::MultiHeadAttention m(E, H, mha::Init::xavier(960));
+    const mha::Mask causal = mha::causal_mask(T, T);
+    for (int where = 0; where < 4; ++where) {
+        CAPTURE(where);  // 0: value, 1: key, 2: query, 3: d output
+        mha::Rng rng(960);
+        mha::Tensor3 q = mha::randn(B, T, E, rng), k = mha::randn(B, T, E, rng);
+        mha::Tensor3 v = mha::randn(B, T, E, rng), dy = mha::randn(B, T, E, rng);
+        mha::Tensor3* spoiled[4] = {&v, &k, &q, &dy};
+        (*spoiled[where])(0, where < 2 ? 50 : 5, 3) = NAN;  // a late key, an early query
+        const mha::ForwardTrace t = m.trace(q, k, v, &causal);
+        const auto skipped = mha::backward(m, t, q, k, v, dy, &causal);
+        const auto whole = mha::backward(m, t, q, k, v, dy, &causal, -1e30f);
+        const std::pair<const mha::Tensor3*, const mha::Tensor3*> pairs[] = {
+            {&skipped.query, &whole.query}, {&skipped.key, &whole.key},
+            {&skipped.value, &whole.value}};
+        std::size_t nans = 0;
+        for (const auto& [a, b] : pairs) {
+            double scale = 1e-6, diff = 0.0;
+            for (std::size_t i = 0; i < a->size(); ++i) {
+                const float x = a->data()[i], y = b->data()[i];
+                REQUIRE(std::isnan(x) == std::isnan(y));
+                nans += std::isnan(y);
+                if (!std::isnan(y)) {
+                    scale = std::max(scale, double(std::fabs(y)));
+                    diff = std::max(diff, double(std::fabs(x - y)));
+                }
+            }
+            CHECK(diff < 1e-5 * scale);
+        }
+        CHECK(nans > 0);
+    }
+}

@@ -19,22 +19,27 @@ namespace mha::fast {
 
 namespace {
 
+// A float is Inf or NaN when its exponent bits are all ones; without the
+// sign bit, adding one to the exponent then carries into the top bit, and
+// only for them, so OR-ing those sums keeps any such carry (integer adds
+// and ORs, which the compiler does 4 floats at a time).
+constexpr std::uint32_t kCarry = 0x80000000u;
+inline std::uint32_t carry_of(const float* x) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x, sizeof bits);
+    return (bits & 0x7fffffffu) + 0x00800000u;
+}
+
 // Query rows per block: 64 rows of 2048 scores are 512 KiB, an L2 cache.
 constexpr std::size_t kRowBlock = 64;
-// Query rows per block when masked keys may be skipped and the keys are
-// few: each block stops at the last key its own rows see, so smaller
-// blocks skip more of a causal mask's upper right triangle (at T = 64,
-// 37% of the per-head work, where 64-row blocks skip none).
-constexpr std::size_t kSkipRowBlock = 16;
-constexpr std::size_t kSkipMaxKeys = 512;
 // Keys per tile of the tiled path: a [64, 256] tile of scores is 64 KiB,
 // and a multiple of the packed panels' 16 columns.
 constexpr std::size_t kKeyBlock = 256;
 
-// How many leading key columns a block of query rows needs: past the last
-// key that any of its rows may see, every weight is exactly 0. The last
-// rows usually see the most, so they go first, and the others only check
-// the columns past them.
+}  // namespace
+
+// The last rows usually see the most, so they go first, and the others
+// only check the columns past them.
 std::size_t visible_columns(const Mask& mask, std::size_t b, std::size_t h,
                             std::size_t i0, std::size_t rows, std::size_t Tk) {
     std::size_t cols = 0;
@@ -50,28 +55,31 @@ std::size_t visible_columns(const Mask& mask, std::size_t b, std::size_t h,
     return cols;
 }
 
-// One past the last row of a [Tk, D] block (rows E apart) that holds a NaN
-// or an Inf; 0 when all are finite. Skipped columns must not hide them: a
-// weight of 0 times NaN is NaN, with or without skipping. A float is Inf or
-// NaN when its exponent bits are all ones; without the sign bit, adding one
-// to the exponent then carries into the top bit, and only for them, so
-// OR-ing those sums over a row keeps any such carry (integer adds and ORs,
-// which the compiler does 4 floats at a time on any x86-64).
-std::size_t past_last_nonfinite(const float* v, std::size_t Tk, std::size_t D,
-                                std::size_t E) {
-    constexpr std::uint32_t kNoSign = 0x7fffffffu, kExponentOne = 0x00800000u;
-    for (std::size_t j = Tk; j > 0; --j) {
-        const float* row = v + (j - 1) * E;
+std::size_t past_last_nonfinite(const float* x, std::size_t rows, std::size_t D,
+                                std::size_t ld) {
+    for (std::size_t j = rows; j > 0; --j) {
         std::uint32_t carry = 0;
-        for (std::size_t d = 0; d < D; ++d) {
-            std::uint32_t bits;
-            std::memcpy(&bits, row + d, sizeof bits);
-            carry |= (bits & kNoSign) + kExponentOne;
-        }
-        if (carry & 0x80000000u) return j;
+        for (std::size_t d = 0; d < D; ++d) carry |= carry_of(x + (j - 1) * ld + d);
+        if (carry & kCarry) return j;
     }
     return 0;
 }
+
+bool any_nonfinite(const float* x, std::size_t rows, std::size_t D, std::size_t ld) {
+    std::uint32_t lanes[8] = {};  // 8 running ORs, which the compiler keeps in vectors
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* row = x + r * ld;
+        std::size_t d = 0;
+        for (; d + 8 <= D; d += 8)
+            for (std::size_t l = 0; l < 8; ++l) lanes[l] |= carry_of(row + d + l);
+        for (; d < D; ++d) lanes[0] |= carry_of(row + d);
+    }
+    std::uint32_t carry = 0;
+    for (std::uint32_t l : lanes) carry |= l;
+    return (carry & kCarry) != 0;
+}
+
+namespace {
 
 // The key columns a block of query rows i0 .. i0+rows-1 computes: all Tk,
 // or, where masked weights are exactly 0 (a mask under the -inf fill, the
@@ -114,6 +122,14 @@ void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, s
 
 }  // namespace
 
+std::size_t skip_block_rows(std::size_t Tk) {
+    // Each block stops at the last key its own rows see, so smaller blocks
+    // skip more of a causal mask's upper right triangle (at T = 64, 37% of
+    // the per-head work, where 64-row blocks skip none); at T = 2048,
+    // blocks of 16 to 48 rows were no faster than 64.
+    return Tk <= 512 ? 16 : kRowBlock;
+}
+
 std::size_t panel_floats(std::size_t Tk, std::size_t D) {
     return packed_floats(D, Tk) + packed_floats(Tk, D);
 }
@@ -144,7 +160,7 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
     const bool may_skip = (mask != nullptr && fill == kNegInf) || s.causal != kNotCausal;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
     const auto [kt, vp] = pack_kv(x, s);
-    const std::size_t block = may_skip && Tk <= kSkipMaxKeys ? kSkipRowBlock : kRowBlock;
+    const std::size_t block = may_skip ? skip_block_rows(Tk) : kRowBlock;
     for (std::size_t i0 = 0; i0 < Tq; i0 += block) {
         const std::size_t rows = std::min(block, Tq - i0);
         float* w = x.weights + i0 * Tk;  // [rows, Tk]

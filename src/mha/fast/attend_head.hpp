@@ -43,6 +43,25 @@ struct HeadSizes {
     std::size_t causal = kNotCausal;
 };
 
+/// How many leading key columns query rows i0 .. i0+rows-1 of head @p h
+/// of sequence @p b need: past the last key any of them sees under @p mask,
+/// every weight is exactly 0 under the -inf fill (0 when they see none).
+std::size_t visible_columns(const Mask& mask, std::size_t b, std::size_t h, std::size_t i0,
+                            std::size_t rows, std::size_t Tk);
+
+/// One past the last of @p rows rows of @p D floats (@p ld apart) that holds
+/// a NaN or an Inf; 0 when all are finite. Skipped columns must not hide
+/// them: a weight of 0 times NaN is NaN, with or without skipping.
+std::size_t past_last_nonfinite(const float* x, std::size_t rows, std::size_t D,
+                                std::size_t ld);
+
+/// Whether any of @p rows rows of @p D floats (@p ld apart) is NaN or Inf.
+bool any_nonfinite(const float* x, std::size_t rows, std::size_t D, std::size_t ld);
+
+/// Query rows per block where masked keys are skipped, for @p Tk keys:
+/// 16 up to 512 keys, 64 past them.
+std::size_t skip_block_rows(std::size_t Tk);
+
 /// Floats of Head::panels for one head: K^T `[D, Tk]` and V `[Tk, D]`, packed.
 /// @param Tk keys
 /// @param D  head_dim

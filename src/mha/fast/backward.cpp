@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <vector>
 
+#include "mha/fast/attend_head.hpp"
 #include "mha/fast/blas.hpp"
 #include "mha/fast/memory.hpp"
 #include "mha/fast/packed_gemm.hpp"
@@ -106,10 +108,20 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     float* const dv_p = self_attention ? dqkv.data() + E + Ekv : dv.data();
     const std::size_t ldq = self_attention ? W : E, ldkv = self_attention ? W : Ekv;
     const std::size_t GD = group * D;  // the group's columns of the context
+    // Under a mask with the -inf fill a masked weight is exactly 0, and so is
+    // its score's gradient: then each block of query rows stops its products
+    // at the last key its rows see (as the forward, attend_head.cpp), and
+    // each block of keys starts at the first block of queries that sees it.
+    const bool may_skip = in.mask != nullptr && in.fill == kNegInf;
+    const std::size_t block = may_skip ? skip_block_rows(Tk) : std::max(Tq, Tk);
+    const std::size_t blocks = (Tq + block - 1) / block;
     // dP: [Tq, Tk]; dctx_g: the group's d context [Tq, GD]
     // vt, kp: the kv head's V^T and K packed into panels, or nullptr (BLAS)
+    // kv_bad: past_last_nonfinite() of the kv head's K and V
+    // cols: [blocks], the key columns each block of query rows computes
     auto head_backward = [&](std::size_t b, std::size_t h, float* dP, const float* dctx_g,
-                             const float* vt, const float* kp) {
+                             const float* vt, const float* kp, std::size_t kv_bad,
+                             std::size_t* cols) {
         const std::size_t g = h / group;
         const float add = h == g * group ? 0.0f : 1.0f;  // beta: the group's first writes
         const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * Ekv + g * D;  // in the trace
@@ -117,39 +129,72 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
         float* dk_g = dk_p + b * Tk * ldkv + g * D, *dv_g = dv_p + b * Tk * ldkv + g * D;
         const float* P = &t.weights(b, h, 0, 0);           // [Tq, Tk]
         const float* dctx = dctx_g + (h - g * group) * D;  // [Tq, D], rows GD apart
-        // context = P V:  dP = dctx V^T,  dV = P^T dctx
-        if (vt != nullptr) {
-            packed_gemm(dctx, GD, Tq, D, vt, D, Tk, dP, Tk, 1.0f);
-        } else {
-            gemm({dctx, Tq, D, GD}, false, {t.v.data() + ko, Tk, D, Ekv}, true, dP, Tk);
-        }
-        gemm({P, Tq, Tk, Tk}, true, {dctx, Tq, D, GD}, false, dv_g, ldkv, 1.0f, add);
-        // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is a
-        // constant (the fill): its gradient is 0
-        for (std::size_t i = 0; i < Tq; ++i) {
-            const float* p = P + i * Tk;
-            float* ds = dP + i * Tk;
-            // the dot in 8 running sums, which the compiler keeps in one vector
-            float part[8] = {};
-            std::size_t j = 0;
-            for (; j + 8 <= Tk; j += 8)
-                for (std::size_t l = 0; l < 8; ++l) part[l] += p[j + l] * ds[j + l];
-            float dot = 0.0f;
-            for (; j < Tk; ++j) dot += p[j] * ds[j];
-            for (float x : part) dot += x;
-            for (j = 0; j < Tk; ++j) ds[j] = p[j] * (ds[j] - dot);
-            if (in.mask != nullptr) {
-                const bool* keep = mask_row(*in.mask, b, h, i);
-                for (j = 0; j < Tk; ++j) ds[j] = keep[j] ? ds[j] : 0.0f;
+        const float* q = t.q.data() + qo, *k = t.k.data() + ko, *v = t.v.data() + ko;
+        // Skipped columns must not hide a NaN or an Inf that 0 meets there:
+        // in K or V (kv_bad), or in this head's Q or d context (no skipping).
+        const bool skip = may_skip && !any_nonfinite(dctx, Tq, D, GD) &&
+                          !any_nonfinite(q, Tq, D, E);
+        for (std::size_t ib = 0; ib < blocks; ++ib) {
+            const std::size_t i0 = ib * block, rows = std::min(block, Tq - i0);
+            std::size_t c = skip ? visible_columns(*in.mask, b, h, i0, rows, Tk) : Tk;
+            if (c < Tk) c = std::max(c, kv_bad);
+            cols[ib] = c;
+            float* dp = dP + i0 * Tk;  // [rows, Tk]
+            // context = P V:  dP = dctx V^T
+            if (c > 0 && vt != nullptr) {
+                packed_gemm(dctx + i0 * GD, GD, rows, D, vt, D, c, dp, Tk, 1.0f);
+            } else if (c > 0) {
+                gemm({dctx + i0 * GD, rows, D, GD}, false, {v, c, D, Ekv}, true, dp, Tk);
+            }
+            // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is
+            // a constant (the fill): its gradient is 0
+            for (std::size_t i = i0; i < i0 + rows; ++i) {
+                const float* p = P + i * Tk;
+                float* ds = dP + i * Tk;
+                // the dot in 8 running sums, which the compiler keeps in one vector
+                float part[8] = {};
+                std::size_t j = 0;
+                for (; j + 8 <= c; j += 8)
+                    for (std::size_t l = 0; l < 8; ++l) part[l] += p[j + l] * ds[j + l];
+                float dot = 0.0f;
+                for (; j < c; ++j) dot += p[j] * ds[j];
+                for (float x : part) dot += x;
+                for (j = 0; j < c; ++j) ds[j] = p[j] * (ds[j] - dot);
+                if (in.mask != nullptr) {
+                    const bool* keep = mask_row(*in.mask, b, h, i);
+                    for (j = 0; j < c; ++j) ds[j] = keep[j] ? ds[j] : 0.0f;
+                }
+                std::fill(ds + c, ds + Tk, 0.0f);  // skipped: masked
+            }
+            // S = scale Q K^T:  dQ = scale dS K
+            float* dq = dq_h + i0 * ldq;
+            if (c == 0) {
+                for (std::size_t r = 0; r < rows; ++r) std::fill_n(dq + r * ldq, D, 0.0f);
+            } else if (kp != nullptr) {
+                packed_gemm(dp, Tk, rows, c, kp, Tk, D, dq, ldq, scale);
+            } else {
+                gemm({dp, rows, c, Tk}, false, {k, c, D, Ekv}, false, dq, ldq, scale);
             }
         }
-        // S = scale Q K^T:  dQ = scale dS K,  dK = scale dS^T Q
-        if (kp != nullptr) {
-            packed_gemm(dP, Tk, Tq, Tk, kp, Tk, D, dq_h, ldq, scale);
-        } else {
-            gemm({dP, Tq, Tk, Tk}, false, {t.k.data() + ko, Tk, D, Ekv}, false, dq_h, ldq, scale);
+        // dV = P^T dctx,  dK = scale dS^T Q: keys j0.. from the first block
+        // of queries that sees them (before it, P and dS are 0 there)
+        for (std::size_t j0 = 0; j0 < Tk; j0 += block) {
+            const std::size_t w = std::min(block, Tk - j0);
+            std::size_t first = 0;
+            while (first < blocks && cols[first] <= j0) ++first;
+            const std::size_t i0 = first * block, n = first < blocks ? Tq - i0 : 0;
+            if (n == 0) {  // no query sees these keys
+                for (std::size_t j = j0; add == 0.0f && j < j0 + w; ++j) {
+                    std::fill_n(dv_g + j * ldkv, D, 0.0f);
+                    std::fill_n(dk_g + j * ldkv, D, 0.0f);
+                }
+                continue;
+            }
+            gemm({P + i0 * Tk + j0, n, w, Tk}, true, {dctx + i0 * GD, n, D, GD}, false,
+                 dv_g + j0 * ldkv, ldkv, 1.0f, add);
+            gemm({dP + i0 * Tk + j0, n, w, Tk}, true, {q + i0 * E, n, D, E}, false,
+                 dk_g + j0 * ldkv, ldkv, scale, add);
         }
-        gemm({dP, Tq, Tk, Tk}, true, {t.q.data() + qo, Tq, D, E}, false, dk_g, ldkv, scale, add);
     };
     // W_o packed once for every (sequence, kv head)'s d context, when the
     // packed kernels run (B = W_o: d context = dy W_o)
@@ -167,13 +212,19 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     parallel_for(std::min(B * H_kv, worker_count()), [&](std::size_t, std::size_t) {
         Buffer dP(Tq * Tk), dctx(Tq * GD);  // this worker's
         Buffer vt(packed ? packed_floats(D, Tk) : 0), kp(packed ? packed_floats(Tk, D) : 0);
+        std::vector<std::size_t> cols(blocks);
         for (std::size_t bg; (bg = next_pair++) < B * H_kv;) {
             const std::size_t b = bg / H_kv, g = bg % H_kv;
+            const float* v = t.v.data() + b * Tk * Ekv + g * D;  // [Tk, D]
+            const float* k = t.k.data() + b * Tk * Ekv + g * D;  // [Tk, D]
+            const bool kv_finite =
+                !may_skip || (!any_nonfinite(k, Tk, D, Ekv) && !any_nonfinite(v, Tk, D, Ekv));
+            const std::size_t kv_bad = kv_finite ? 0
+                                                 : std::max(past_last_nonfinite(k, Tk, D, Ekv),
+                                                            past_last_nonfinite(v, Tk, D, Ekv));
             if (packed) {
                 packed_gemm(d_output.data() + b * Tq * E, E, Tq, E,
                             w_o_panels.data() + g * per_group, E, GD, dctx.data(), GD, 1.0f);
-                const float* v = t.v.data() + b * Tk * Ekv + g * D;  // [Tk, D]
-                const float* k = t.k.data() + b * Tk * Ekv + g * D;  // [Tk, D]
                 pack_panels(v, Ekv, true, D, Tk, vt.data());   // B = V^T
                 pack_panels(k, Ekv, false, Tk, D, kp.data());  // B = K
             } else {
@@ -182,7 +233,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
             }
             for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
                 head_backward(b, h, dP.data(), dctx.data(), packed ? vt.data() : nullptr,
-                              packed ? kp.data() : nullptr);
+                              packed ? kp.data() : nullptr, kv_bad, cols.data());
                 column_sums(dq_p + b * Tq * ldq + h * D, Tq, D, ldq, db_q.data() + b * E + h * D);
             }
             const std::size_t ko = b * Tk * ldkv + g * D;
