@@ -217,11 +217,6 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
             const std::size_t b = bg / H_kv, g = bg % H_kv;
             const float* v = t.v.data() + b * Tk * Ekv + g * D;  // [Tk, D]
             const float* k = t.k.data() + b * Tk * Ekv + g * D;  // [Tk, D]
-            const bool kv_finite =
-                !may_skip || (!any_nonfinite(k, Tk, D, Ekv) && !any_nonfinite(v, Tk, D, Ekv));
-            const std::size_t kv_bad = kv_finite ? 0
-                                                 : std::max(past_last_nonfinite(k, Tk, D, Ekv),
-                                                            past_last_nonfinite(v, Tk, D, Ekv));
             if (packed) {
                 packed_gemm(d_output.data() + b * Tq * E, E, Tq, E,
                             w_o_panels.data() + g * per_group, E, GD, dctx.data(), GD, 1.0f);
@@ -231,6 +226,15 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                 gemm({d_output.data() + b * Tq * E, Tq, E, E}, false,
                      {m.w_o.weight.data() + g * GD, E, GD, E}, false, dctx.data(), GD);
             }
+            // K and V checked where they are in cache: their panels, if packed
+            const bool kv_finite =
+                !may_skip || (packed ? !any_nonfinite(vt.data(), 1, vt.size(), 0) &&
+                                           !any_nonfinite(kp.data(), 1, kp.size(), 0)
+                                     : !any_nonfinite(k, Tk, D, Ekv) &&
+                                           !any_nonfinite(v, Tk, D, Ekv));
+            const std::size_t kv_bad = kv_finite ? 0
+                                                 : std::max(past_last_nonfinite(k, Tk, D, Ekv),
+                                                            past_last_nonfinite(v, Tk, D, Ekv));
             for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
                 head_backward(b, h, dP.data(), dctx.data(), packed ? vt.data() : nullptr,
                               packed ? kp.data() : nullptr, kv_bad, cols.data());
