@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 #include <vector>
 
@@ -219,21 +220,26 @@ struct Product {
     std::size_t n;  // columns of C
     bool wide;
 
-    // Rows i0 .. i1-1 of C (+)= alpha op(A) op(B) over terms k0 .. k1-1,
-    // C rows ldc apart; the first stretch adds to C when add_first. op(B)'s
-    // rows of the range are packed first, in this thread's buffer; then
-    // each block of rows meets them, 256 terms at a time.
-    void run(std::size_t i0, std::size_t i1, std::size_t k0, std::size_t k1, float* c,
-             std::size_t ldc, float alpha, bool add_first) const {
+    // op(B)'s rows k0 .. k1-1 (the terms), 256 at a time, into this
+    // thread's panels, for multiply() to read.
+    void pack(std::size_t k0, std::size_t k1) const {
         const std::size_t k = k1 - k0, per_stretch = packed_floats(kProductDepth, n);
-        thread_local Buffer panels, block;
-        panels.resize((k + kProductDepth - 1) / kProductDepth * per_stretch);
-        block.resize(kProductRows * kProductDepth + 8);  // + pack_six_rows' overrun
+        panels().resize((k + kProductDepth - 1) / kProductDepth * per_stretch);
         for (std::size_t t0 = 0; t0 < k; t0 += kProductDepth) {
             const std::size_t kc = std::min(kProductDepth, k - t0), t = k0 + t0;
             pack_panels(trans_b ? b.data + t : b.data + t * b.ld, b.ld, trans_b, kc, n,
-                        panels.data() + t0 / kProductDepth * per_stretch);
+                        panels().data() + t0 / kProductDepth * per_stretch);
         }
+    }
+
+    // Rows i0 .. i1-1 of C (+)= alpha op(A) op(B) over terms k0 .. k1-1
+    // (which pack() has packed), C rows ldc apart; the first stretch adds
+    // to C when add_first. Each block of rows meets them, 256 terms at a time.
+    void multiply(std::size_t i0, std::size_t i1, std::size_t k0, std::size_t k1, float* c,
+                  std::size_t ldc, float alpha, bool add_first) const {
+        const std::size_t k = k1 - k0, per_stretch = packed_floats(kProductDepth, n);
+        thread_local Buffer block;
+        block.resize(kProductRows * kProductDepth + 8);  // + pack_six_rows' overrun
         for (std::size_t r0 = i0; r0 < i1; r0 += kProductRows) {
             const std::size_t rows = std::min(kProductRows, i1 - r0);
             for (std::size_t t0 = 0; t0 < k; t0 += kProductDepth) {
@@ -248,7 +254,7 @@ struct Product {
                 } else {
                     pack_rows(a, r0, rows, k0 + t0, kc, block.data());
                 }
-                const float* stretch = panels.data() + t0 / kProductDepth * per_stretch;
+                const float* stretch = panels().data() + t0 / kProductDepth * per_stretch;
                 for (std::size_t j0 = 0, step = 0; j0 < n; j0 += step) {
                     for (std::size_t i = 0; i < rows; i += 6) {
                         const std::size_t mr = std::min<std::size_t>(6, rows - i);
@@ -263,6 +269,12 @@ struct Product {
                 }
             }
         }
+    }
+
+    // This thread's packed op(B), kept from call to call.
+    static Buffer& panels() {
+        thread_local Buffer p;
+        return p;
     }
 
     // One tile from a micro-panel; the last 1-5 rows of C go through a
@@ -398,13 +410,18 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
     if (large && k >= 2 * kSlab) {
         // A long sum (a weight's gradient, k = batch x time): slabs of k
         // go to the workers, each into its own [m, n]; their sum is added
-        // to C in slab order, whatever the number of workers.
+        // to C in slab order, whatever the number of workers. A worker takes
+        // the next slab nobody has taken: one that another process slows
+        // down leaves more to the others.
         const std::size_t slabs = (k + kSlab - 1) / kSlab;
         Buffer partial(slabs * m * n);
-        parallel_for(slabs, [&](std::size_t s0, std::size_t s1) {
-            for (std::size_t s = s0; s < s1; ++s)
-                p.run(0, m, s * kSlab, std::min(k, (s + 1) * kSlab), partial.data() + s * m * n,
-                      n, 1.0f, false);
+        std::atomic<std::size_t> next{0};
+        parallel_for(std::min(slabs, worker_count()), [&](std::size_t, std::size_t) {
+            for (std::size_t s; (s = next++) < slabs;) {
+                const std::size_t k0 = s * kSlab, k1 = std::min(k, k0 + kSlab);
+                p.pack(k0, k1);
+                p.multiply(0, m, k0, k1, partial.data() + s * m * n, n, 1.0f, false);
+            }
         });
         parallel_for(m, [&](std::size_t i0, std::size_t i1) {
             for (std::size_t i = i0; i < i1; ++i) {
@@ -418,9 +435,9 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
         });
         return;
     }
-    // Otherwise rows of C go to the workers, each packing op(B) for itself.
-    // C = beta C first, unless beta is 0 (C is then not read, as in BLAS)
-    // or 1; from there on every stretch of k adds into C.
+    // Otherwise rows of C go to the workers. C = beta C first, unless beta
+    // is 0 (C is then not read, as in BLAS) or 1; from there on every
+    // stretch of k adds into C.
     if (beta != 0.0f && beta != 1.0f) {
         for (std::size_t i = 0; i < m; ++i)
             for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
@@ -430,15 +447,21 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
             for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
         return;
     }
-    auto rows = [&](std::size_t tile0, std::size_t tile1) {
-        p.run(tile0 * 6, std::min(m, tile1 * 6), 0, k, c, ldc, alpha, beta != 0.0f);
-    };
-    const std::size_t tiles = (m + 5) / 6;  // of 6 rows, the last maybe fewer
-    if (large) {
-        parallel_for(tiles, rows);
-    } else {
-        rows(0, tiles);
+    if (!large) {
+        p.pack(0, k);
+        p.multiply(0, m, 0, k, c, ldc, alpha, beta != 0.0f);
+        return;
     }
+    // Each worker packs op(B) for itself, then takes the next block of rows
+    // nobody has taken (a row's bits do not depend on who computes it).
+    const std::size_t blocks = (m + kProductRows - 1) / kProductRows;
+    std::atomic<std::size_t> next{0};
+    parallel_for(std::min(blocks, worker_count()), [&](std::size_t, std::size_t) {
+        p.pack(0, k);
+        for (std::size_t i; (i = next++) < blocks;)
+            p.multiply(i * kProductRows, std::min(m, (i + 1) * kProductRows), 0, k, c, ldc,
+                       alpha, beta != 0.0f);
+    });
 }
 
 }  // namespace mha::fast
