@@ -262,13 +262,13 @@ TEST_CASE("packed_product equals C = alpha op(A) op(B) + beta C in double, every
     if (!kernels_run_here()) return;
     WideSetting restore;
     // m: under one 6-row tile, one 48-row block and more, and large enough
-    // to be split over the workers; k: one term, a 256-term stretch and
+    // to be split over the workers; k: one term, a 512-term stretch and
     // more, and past the 4096 that cuts the sum into slabs; n: partial and
     // whole 16- and 32-column blocks. With beta 0, C holds NaN: not read.
     struct Size {
         std::size_t m, k, n;
     };
-    const std::vector<Size> sizes = {{1, 1, 1},    {5, 3, 17},   {6, 256, 16}, {7, 257, 33},
+    const std::vector<Size> sizes = {{1, 1, 1},    {5, 3, 17},   {6, 512, 16}, {7, 513, 33},
                                      {49, 64, 31}, {64, 70, 64}, {100, 600, 48},
                                      {130, 4100, 40}};
     mha::Rng rng(13);
