@@ -159,10 +159,14 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                 float dot = 0.0f;
                 for (; j < c; ++j) dot += p[j] * ds[j];
                 for (float x : part) dot += x;
-                for (j = 0; j < c; ++j) ds[j] = p[j] * (ds[j] - dot);
                 if (in.mask != nullptr) {
-                    const bool* keep = mask_row(*in.mask, b, h, i);
-                    for (j = 0; j < c; ++j) ds[j] = keep[j] ? ds[j] : 0.0f;
+                    // the bools read as bytes, which the compiler then takes
+                    // 16 at a time (as the forward's mask, attend_head.cpp)
+                    const auto* keep =
+                        reinterpret_cast<const unsigned char*>(mask_row(*in.mask, b, h, i));
+                    for (j = 0; j < c; ++j) ds[j] = keep[j] != 0 ? p[j] * (ds[j] - dot) : 0.0f;
+                } else {
+                    for (j = 0; j < c; ++j) ds[j] = p[j] * (ds[j] - dot);
                 }
                 std::fill(ds + c, ds + Tk, 0.0f);  // skipped: masked
             }
