@@ -43,23 +43,41 @@ struct HeadSizes {
     std::size_t causal = kNotCausal;
 };
 
-/// How many leading key columns query rows i0 .. i0+rows-1 of head @p h
-/// of sequence @p b need: past the last key any of them sees under @p mask,
-/// every weight is exactly 0 under the -inf fill (0 when they see none).
+/// How many leading key columns a block of query rows needs: past the last
+/// key any of its rows sees, every weight is exactly 0 under the -inf fill.
+/// @param mask `[B or 1, H or 1, Tq or 1, Tk]`
+/// @param b    the sequence
+/// @param h    the head
+/// @param i0   the block's first query row
+/// @param rows the block's rows
+/// @param Tk   keys
+/// @return     the columns, 0 when no row sees any key
 std::size_t visible_columns(const Mask& mask, std::size_t b, std::size_t h, std::size_t i0,
                             std::size_t rows, std::size_t Tk);
 
-/// One past the last of @p rows rows of @p D floats (@p ld apart) that holds
-/// a NaN or an Inf; 0 when all are finite. Skipped columns must not hide
-/// them: a weight of 0 times NaN is NaN, with or without skipping.
+/// Where the last NaN or Inf is. Skipped columns must not hide them: a
+/// weight of 0 times NaN is NaN, with or without skipping.
+/// @param x    the first row
+/// @param rows rows
+/// @param D    floats per row
+/// @param ld   distance between rows
+/// @return     one past the last row that holds a NaN or an Inf; 0 when all
+///             are finite
 std::size_t past_last_nonfinite(const float* x, std::size_t rows, std::size_t D,
                                 std::size_t ld);
 
-/// Whether any of @p rows rows of @p D floats (@p ld apart) is NaN or Inf.
+/// Whether any float of a block is NaN or Inf (past_last_nonfinite() > 0),
+/// without finding where: one pass, no branch per row.
+/// @param x    the first row
+/// @param rows rows
+/// @param D    floats per row
+/// @param ld   distance between rows
+/// @return     true when some float is NaN or Inf
 bool any_nonfinite(const float* x, std::size_t rows, std::size_t D, std::size_t ld);
 
-/// Query rows per block where masked keys are skipped, for @p Tk keys:
-/// 16 up to 512 keys, 64 past them.
+/// Query rows per block where masked keys are skipped (forward and backward).
+/// @param Tk keys
+/// @return   16 up to 512 keys, 64 past them
 std::size_t skip_block_rows(std::size_t Tk);
 
 /// Floats of Head::panels for one head: K^T `[D, Tk]` and V `[Tk, D]`, packed.
