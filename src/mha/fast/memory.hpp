@@ -46,7 +46,9 @@ struct LineAllocator {
     /// @param p    where the element lives
     /// @param args what to construct it from
     template <class U, class... Args>
-    void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...); }
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
 };
 
 /// All LineAllocators are interchangeable.
