@@ -41,6 +41,15 @@ double relative_diff(const A& a, const B& b) {
     return mha::max_abs_diff(a, b) / largest(b);
 }
 
+// The four layers' weight gradients of @p got against @p want's, each
+// within 1e-5 of its largest.
+void check_weight_grads(const mha::AttentionGrads& got, const mha::AttentionGrads& want) {
+    CHECK(relative_diff(got.wq.weight, want.wq.weight) < 1e-5);
+    CHECK(relative_diff(got.wk.weight, want.wk.weight) < 1e-5);
+    CHECK(relative_diff(got.wv.weight, want.wv.weight) < 1e-5);
+    CHECK(relative_diff(got.w_o.weight, want.w_o.weight) < 1e-5);
+}
+
 }  // namespace
 
 TEST_CASE("forward equals the plain-loop oracle on many shapes" *
@@ -289,10 +298,7 @@ TEST_CASE("backward_self_attention: dL/dX is the stages' query + key + value, ev
                 const auto got = mha::backward_self_attention(m, m.trace(x, x, x, mp), x, r, mp);
                 const mha::Tensor3 sum = want.query + want.key + want.value;
                 CHECK(relative_diff(got.input, sum) < 1e-5);
-                CHECK(relative_diff(got.wq.weight, want.wq.weight) < 1e-5);
-                CHECK(relative_diff(got.wk.weight, want.wk.weight) < 1e-5);
-                CHECK(relative_diff(got.wv.weight, want.wv.weight) < 1e-5);
-                CHECK(relative_diff(got.w_o.weight, want.w_o.weight) < 1e-5);
+                check_weight_grads(got, want);
                 CHECK(relative_diff(got.wq.bias, want.wq.bias) < 1e-5);
                 CHECK(relative_diff(got.wv.bias, want.wv.bias) < 1e-5);
                 CHECK(relative_diff(got.w_o.bias, want.w_o.bias) < 1e-5);
@@ -334,10 +340,7 @@ TEST_CASE("backward: the engine's gradients equal the stages', masks, cross-atte
                 const mha::ForwardTrace t = m.trace(q, kv, kv, mp);
                 for (const auto& got : {mha::backward(m, q, kv, kv, r, mp),
                                         mha::backward(m, t, q, kv, kv, r, mp)}) {
-                    CHECK(relative_diff(got.wq.weight, want.wq.weight) < 1e-5);
-                    CHECK(relative_diff(got.wk.weight, want.wk.weight) < 1e-5);
-                    CHECK(relative_diff(got.wv.weight, want.wv.weight) < 1e-5);
-                    CHECK(relative_diff(got.w_o.weight, want.w_o.weight) < 1e-5);
+                    check_weight_grads(got, want);
                     CHECK(relative_diff(got.wq.bias, want.wq.bias) < 1e-5);
                     CHECK(relative_diff(got.w_o.bias, want.w_o.bias) < 1e-5);
                     CHECK(relative_diff(got.query, want.query) < 1e-5);
@@ -373,10 +376,7 @@ TEST_CASE("backward under a random mask: keys nobody sees, rows that see nothing
     CHECK(relative_diff(got.query, want.query) < 1e-5);
     CHECK(relative_diff(got.key, want.key) < 1e-5);
     CHECK(relative_diff(got.value, want.value) < 1e-5);
-    CHECK(relative_diff(got.wq.weight, want.wq.weight) < 1e-5);
-    CHECK(relative_diff(got.wk.weight, want.wk.weight) < 1e-5);
-    CHECK(relative_diff(got.wv.weight, want.wv.weight) < 1e-5);
-    CHECK(relative_diff(got.w_o.weight, want.w_o.weight) < 1e-5);
+    check_weight_grads(got, want);
 }
 
 TEST_CASE("backward: skipping masked keys hides no NaN that the whole sums meet") {
