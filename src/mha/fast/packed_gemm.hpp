@@ -108,11 +108,11 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
 
 /// C = alpha op(A) op(B) + beta C on the packed kernels: what gemm() does
 /// through BLAS, with the same arguments (the backward's large products).
-/// In a large product each worker packs op(B) for itself and takes the
-/// next block of 48 rows of C that nobody has taken; a sum of 4096 terms or
-/// more is cut into slabs of 2048, taken the same way, whose results are
-/// added in slab order. No element of C depends on the number of workers
-/// or on who took what. With beta 0, C is not read.
+/// In a large product op(B) is packed once, 2048 terms (a slab) at a time,
+/// each worker packing a share of its panels; then each worker takes the
+/// next block of 48 rows of C that nobody has taken and adds the slab's sum
+/// into it. Every element of C adds its terms in the same order, whatever
+/// the number of workers or who took what. With beta 0, C is not read.
 /// @param a       `[M, K]` (or `[K, M]` when @p trans_a)
 /// @param trans_a use A^T
 /// @param b       `[K, N]` (or `[N, K]` when @p trans_b)

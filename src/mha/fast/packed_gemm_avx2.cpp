@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -190,9 +191,11 @@ constexpr std::size_t kLinearDepth = 512;
 // 1.03-1.04x the time here.)
 constexpr std::size_t kProductDepth = 512;
 constexpr std::size_t kProductRows = 48;
-// A product whose sum runs over 4096 terms or more is split into slabs of
-// this many terms (see packed_product()).
+// A large product packs op(B) this many terms at a time (a slab, 4 MiB
+// at 512 columns), once, shared by its workers (see packed_product()).
 constexpr std::size_t kSlab = 2048;
+// Floats of one worker's block of A: + pack_six_rows()' overrun.
+constexpr std::size_t kBlockFloats = kProductRows * kProductDepth + 8;
 
 // Rows i0 .. i0+rows-1 of A, terms t0 .. t0+kc-1, into micro-panels of 6
 // rows as pack_six_rows() writes them (row i's term t at
@@ -221,26 +224,29 @@ struct Product {
     std::size_t n;  // columns of C
     bool wide;
 
-    // op(B)'s rows k0 .. k1-1 (the terms), 512 at a time, into this
-    // thread's panels, for multiply() to read.
-    void pack(std::size_t k0, std::size_t k1) const {
+    // op(B)'s rows k0 .. k1-1 (the terms), 512 at a time, into panels at
+    // dst for multiply() to read: the share `part` of `parts` of its panels.
+    void pack(std::size_t k0, std::size_t k1, std::size_t part, std::size_t parts,
+              float* dst) const {
         const std::size_t k = k1 - k0, per_stretch = packed_floats(kProductDepth, n);
-        panels().resize((k + kProductDepth - 1) / kProductDepth * per_stretch);
-        for (std::size_t t0 = 0; t0 < k; t0 += kProductDepth) {
+        const std::size_t count = (n + kPanelWidth - 1) / kPanelWidth;
+        const std::size_t j0 = count * part / parts * kPanelWidth;
+        const std::size_t j1 = std::min(n, count * (part + 1) / parts * kPanelWidth);
+        for (std::size_t t0 = 0; j0 < j1 && t0 < k; t0 += kProductDepth) {
             const std::size_t kc = std::min(kProductDepth, k - t0), t = k0 + t0;
-            pack_panels(trans_b ? b.data + t : b.data + t * b.ld, b.ld, trans_b, kc, n,
-                        panels().data() + t0 / kProductDepth * per_stretch);
+            pack_panels(trans_b ? b.data + j0 * b.ld + t : b.data + t * b.ld + j0, b.ld,
+                        trans_b, kc, j1 - j0, dst + t0 / kProductDepth * per_stretch + j0 * kc);
         }
     }
 
-    // Rows i0 .. i1-1 of C (+)= alpha op(A) op(B) over terms k0 .. k1-1
-    // (which pack() has packed), C rows ldc apart; the first stretch adds
-    // to C when add_first. Each block of rows meets them, 512 terms at a time.
-    void multiply(std::size_t i0, std::size_t i1, std::size_t k0, std::size_t k1, float* c,
-                  std::size_t ldc, float alpha, bool add_first) const {
+    // Rows i0 .. i1-1 of C (+)= alpha op(A) op(B) over terms k0 .. k1-1,
+    // which pack() put in `packed`; C rows ldc apart; the first stretch
+    // adds to C when add_first. Each block of rows goes into `block`
+    // (kBlockFloats) and meets the panels 512 terms at a time.
+    void multiply(std::size_t i0, std::size_t i1, std::size_t k0, std::size_t k1,
+                  const float* packed, float* block, float* c, std::size_t ldc, float alpha,
+                  bool add_first) const {
         const std::size_t k = k1 - k0, per_stretch = packed_floats(kProductDepth, n);
-        thread_local Buffer block;
-        block.resize(kProductRows * kProductDepth + 8);  // + pack_six_rows' overrun
         for (std::size_t r0 = i0; r0 < i1; r0 += kProductRows) {
             const std::size_t rows = std::min(kProductRows, i1 - r0);
             for (std::size_t t0 = 0; t0 < k; t0 += kProductDepth) {
@@ -251,31 +257,24 @@ struct Product {
                 if (trans_a) {
                     for (std::size_t t = 0; t < kc; ++t)
                         std::copy_n(a.data + (k0 + t0 + t) * a.ld + r0, rows,
-                                    block.data() + t * kProductRows);
+                                    block + t * kProductRows);
                 } else {
-                    pack_rows(a, r0, rows, k0 + t0, kc, block.data());
+                    pack_rows(a, r0, rows, k0 + t0, kc, block);
                 }
-                const float* stretch = panels().data() + t0 / kProductDepth * per_stretch;
+                const float* stretch = packed + t0 / kProductDepth * per_stretch;
                 for (std::size_t j0 = 0, step = 0; j0 < n; j0 += step) {
                     for (std::size_t i = 0; i < rows; i += 6) {
                         const std::size_t mr = std::min<std::size_t>(6, rows - i);
                         float* ci = c + (r0 + i) * ldc + j0;
                         step = trans_a ? rest_tile_at<ALayout::columns>(
-                                             mr, block.data() + i, kProductRows,
-                                             stretch + j0 * kc, kc, kc, ci, ldc, n - j0, alpha,
-                                             add, nullptr, wide)
-                                       : tile_rows(mr, block.data() + i * kc, stretch + j0 * kc,
-                                                   kc, ci, ldc, n - j0, alpha, add);
+                                             mr, block + i, kProductRows, stretch + j0 * kc, kc,
+                                             kc, ci, ldc, n - j0, alpha, add, nullptr, wide)
+                                       : tile_rows(mr, block + i * kc, stretch + j0 * kc, kc,
+                                                   ci, ldc, n - j0, alpha, add);
                     }
                 }
             }
         }
-    }
-
-    // This thread's packed op(B), kept from call to call.
-    static Buffer& panels() {
-        thread_local Buffer p;
-        return p;
     }
 
     // One tile from a micro-panel; the last 1-5 rows of C go through a
@@ -295,6 +294,34 @@ struct Product {
                 c[r * ldc + j] = add ? c[r * ldc + j] + part[r * w + j] : part[r * w + j];
         return cols;
     }
+};
+
+// The workers of one large packed_product() wait here for each other
+// between slabs. It spins, as a slab takes milliseconds and a sleep and a
+// wake-up would cost tens of microseconds; after a while it yields, in case
+// another process has the core the others need.
+class Barrier {
+public:
+    explicit Barrier(std::size_t count) : count_(count) {}
+    void wait() {
+        const std::size_t round = round_.load(std::memory_order_acquire);
+        if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
+            arrived_.store(0, std::memory_order_relaxed);
+            round_.store(round + 1, std::memory_order_release);
+            return;
+        }
+        for (int spins = 0; round_.load(std::memory_order_acquire) == round; ++spins) {
+            if (spins < 4096) {
+                _mm_pause();
+            } else {
+                std::this_thread::yield();
+            }
+        }
+    }
+
+private:
+    const std::size_t count_;
+    std::atomic<std::size_t> arrived_{0}, round_{0};
 };
 
 }  // namespace
@@ -407,38 +434,8 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
     const std::size_t n = trans_b ? b.rows : b.cols;
     if (m == 0 || n == 0) return;
     const Product p{a, trans_a, b, trans_b, n, wide_tiles_on()};
-    const bool large = double(m) * double(n) * double(k) >= 4.0e6 && m >= 64;
-    if (large && k >= 2 * kSlab) {
-        // A long sum (a weight's gradient, k = batch x time): slabs of k
-        // go to the workers, each into its own [m, n]; their sum is added
-        // to C in slab order, whatever the number of workers. A worker takes
-        // the next slab nobody has taken: one that another process slows
-        // down leaves more to the others.
-        const std::size_t slabs = (k + kSlab - 1) / kSlab;
-        Buffer partial(slabs * m * n);
-        std::atomic<std::size_t> next{0};
-        parallel_for(std::min(slabs, worker_count()), [&](std::size_t, std::size_t) {
-            for (std::size_t s; (s = next++) < slabs;) {
-                const std::size_t k0 = s * kSlab, k1 = std::min(k, k0 + kSlab);
-                p.pack(k0, k1);
-                p.multiply(0, m, k0, k1, partial.data() + s * m * n, n, 1.0f, false);
-            }
-        });
-        parallel_for(m, [&](std::size_t i0, std::size_t i1) {
-            for (std::size_t i = i0; i < i1; ++i) {
-                for (std::size_t j = 0; j < n; ++j) {
-                    float sum = 0.0f;
-                    for (std::size_t s = 0; s < slabs; ++s) sum += partial[(s * m + i) * n + j];
-                    float& to = c[i * ldc + j];
-                    to = beta == 0.0f ? alpha * sum : beta * to + alpha * sum;
-                }
-            }
-        });
-        return;
-    }
-    // Otherwise rows of C go to the workers. C = beta C first, unless beta
-    // is 0 (C is then not read, as in BLAS) or 1; from there on every
-    // stretch of k adds into C.
+    // C = beta C first, unless beta is 0 (C is then not read, as in BLAS)
+    // or 1; from there on every stretch of k adds into C.
     if (beta != 0.0f && beta != 1.0f) {
         for (std::size_t i = 0; i < m; ++i)
             for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
@@ -448,20 +445,46 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
             for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
         return;
     }
-    if (!large) {
-        p.pack(0, k);
-        p.multiply(0, m, 0, k, c, ldc, alpha, beta != 0.0f);
+    const bool large = double(m) * double(n) * double(k) >= 4.0e6 && m >= 64;
+    if (!large) {  // on this thread, its scratch kept from call to call
+        thread_local Buffer panels, block;
+        panels.resize((k + kProductDepth - 1) / kProductDepth * packed_floats(kProductDepth, n));
+        block.resize(kBlockFloats);
+        p.pack(0, k, 0, 1, panels.data());
+        p.multiply(0, m, 0, k, panels.data(), block.data(), c, ldc, alpha, beta != 0.0f);
         return;
     }
-    // Each worker packs op(B) for itself, then takes the next block of rows
-    // nobody has taken (a row's bits do not depend on who computes it).
+    // A large product: op(B) packed a slab of terms at a time, once, each
+    // worker packing its share of the panels; then each worker takes the
+    // next block of 48 rows of C that nobody has taken and adds the slab's
+    // sum into it. Every element of C adds its stretches of 512 terms in
+    // order, whoever computes them: its bits do not depend on the number
+    // of workers. Two slabs' panels: while some still multiply by slab s,
+    // others pack s + 1; the barrier after packing holds everyone until all
+    // have finished the slab before (whose panels the next packing reuses).
     const std::size_t blocks = (m + kProductRows - 1) / kProductRows;
-    std::atomic<std::size_t> next{0};
-    parallel_for(std::min(blocks, worker_count()), [&](std::size_t, std::size_t) {
-        p.pack(0, k);
-        for (std::size_t i; (i = next++) < blocks;)
-            p.multiply(i * kProductRows, std::min(m, (i + 1) * kProductRows), 0, k, c, ldc,
-                       alpha, beta != 0.0f);
+    const std::size_t slab = k >= 2 * kSlab ? kSlab : k, slabs = (k + slab - 1) / slab;
+    const std::size_t per_slab =
+        (slab + kProductDepth - 1) / kProductDepth * packed_floats(kProductDepth, n);
+    const std::size_t workers = std::min(blocks, worker_count());
+    Buffer panels(std::min<std::size_t>(slabs, 2) * per_slab), scratch(workers * kBlockFloats);
+    std::vector<std::atomic<std::size_t>> next(slabs);
+    for (auto& n_s : next) n_s.store(0, std::memory_order_relaxed);
+    Barrier barrier(workers);
+    parallel_for(workers, [&](std::size_t w, std::size_t w_end) {
+        // one worker with every part when parallel_for runs nested
+        const bool alone = w_end - w > 1 || workers == 1;
+        const std::size_t part = alone ? 0 : w, parts = alone ? 1 : workers;
+        float* block = scratch.data() + w * kBlockFloats;
+        for (std::size_t s = 0; s < slabs; ++s) {
+            const std::size_t k0 = s * slab, k1 = std::min(k, k0 + slab);
+            float* packed = panels.data() + s % 2 * per_slab;
+            p.pack(k0, k1, part, parts, packed);
+            if (!alone) barrier.wait();
+            for (std::size_t i; (i = next[s]++) < blocks;)
+                p.multiply(i * kProductRows, std::min(m, (i + 1) * kProductRows), k0, k1, packed,
+                           block, c, ldc, alpha, s > 0 || beta != 0.0f);
+        }
     });
 }
 
