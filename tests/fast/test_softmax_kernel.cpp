@@ -131,3 +131,55 @@ TEST_CASE("softmax kernel: equals the plain softmax of stage 5, in both builds")
         }
     }
 }
+
+TEST_CASE("softmax gradient kernel: both builds against the formula in double") {
+    // dS_j = P_j (dP_j - sum_k P_k dP_k) over the first c keys; 0 where the
+    // mask says masked and from c on. Lengths across the vector steps and
+    // their leftovers; a NaN in dP makes every kept key NaN, as the sum.
+    mha::Rng rng(9);
+    for (std::size_t n : {1, 7, 8, 9, 16, 17, 64, 100}) {
+        for (std::size_t c : {std::size_t(0), n / 2, n - 1, n}) {
+            for (int masked = 0; masked < 2; ++masked) {
+                CAPTURE(n); CAPTURE(c); CAPTURE(masked);
+                std::vector<float> p(n), dp(n);
+                std::vector<unsigned char> keep(n);
+                for (std::size_t j = 0; j < n; ++j) {
+                    p[j] = rng.uniform(0.0f, 1.0f);
+                    dp[j] = rng.uniform(-2.0f, 2.0f);
+                    keep[j] = masked == 0 || j % 3 != 1;
+                }
+                double dot = 0;
+                for (std::size_t j = 0; j < c; ++j) dot += double(p[j]) * dp[j];
+                const unsigned char* k = masked != 0 ? keep.data() : nullptr;
+                std::vector<float> fast = dp, four = dp;
+                fast.push_back(7.0f);  // one past n: must stay
+                mha::fast::softmax_grad_row(p.data(), fast.data(), k, c, n);
+                mha::fast::softmax_grad_row_kernel(p.data(), four.data(), k, c, n);
+                double worst = 0;
+                for (std::size_t j = 0; j < n; ++j) {
+                    const double want = j < c && keep[j] != 0 ? p[j] * (dp[j] - dot) : 0.0;
+                    mha_test::keep_worst(worst, std::abs(fast[j] - want));
+                    mha_test::keep_worst(worst, std::abs(four[j] - want));
+                    if (want == 0.0) CHECK((fast[j] == 0.0f && four[j] == 0.0f));
+                }
+                CHECK(worst < 1e-5);  // |terms| <= 2, up to 100 of them, in float
+                CHECK(fast[n] == 7.0f);
+            }
+        }
+    }
+    for (std::size_t nan_at : {3, 17}) {  // in the vector loop, in the leftovers
+        CAPTURE(nan_at);
+        std::vector<float> p(20, 0.05f), fast(20, 0.5f);
+        std::vector<unsigned char> keep(20, 1);
+        keep[5] = 0;
+        fast[nan_at] = NAN;
+        std::vector<float> four = fast;
+        mha::fast::softmax_grad_row(p.data(), fast.data(), keep.data(), 20, 20);
+        mha::fast::softmax_grad_row_kernel(p.data(), four.data(), keep.data(), 20, 20);
+        for (std::size_t j = 0; j < 20; ++j) {
+            CAPTURE(j);
+            CHECK(std::isnan(fast[j]) == (j != 5));
+            CHECK(std::isnan(four[j]) == (j != 5));
+        }
+    }
+}

@@ -15,6 +15,7 @@
 #include "mha/fast/memory.hpp"
 #include "mha/fast/packed_gemm.hpp"
 #include "mha/fast/parallel.hpp"
+#include "mha/fast/softmax.hpp"
 
 namespace mha::fast {
 
@@ -149,26 +150,10 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
             // softmax: dS_j = P_j (dP_j - sum_k P_k dP_k); a masked score is
             // a constant (the fill): its gradient is 0
             for (std::size_t i = i0; i < i0 + rows; ++i) {
-                const float* p = P + i * Tk;
-                float* ds = dP + i * Tk;
-                // the dot in 8 running sums, which the compiler keeps in one vector
-                float part[8] = {};
-                std::size_t j = 0;
-                for (; j + 8 <= c; j += 8)
-                    for (std::size_t l = 0; l < 8; ++l) part[l] += p[j + l] * ds[j + l];
-                float dot = 0.0f;
-                for (; j < c; ++j) dot += p[j] * ds[j];
-                for (float x : part) dot += x;
-                if (in.mask != nullptr) {
-                    // the bools read as bytes, which the compiler then takes
-                    // 16 at a time (as the forward's mask, attend_head.cpp)
-                    const auto* keep =
-                        reinterpret_cast<const unsigned char*>(mask_row(*in.mask, b, h, i));
-                    for (j = 0; j < c; ++j) ds[j] = keep[j] != 0 ? p[j] * (ds[j] - dot) : 0.0f;
-                } else {
-                    for (j = 0; j < c; ++j) ds[j] = p[j] * (ds[j] - dot);
-                }
-                std::fill(ds + c, ds + Tk, 0.0f);  // skipped: masked
+                const auto* keep = in.mask == nullptr ? nullptr
+                                   : reinterpret_cast<const unsigned char*>(
+                                         mask_row(*in.mask, b, h, i));
+                softmax_grad_row(P + i * Tk, dP + i * Tk, keep, c, Tk);
             }
             // S = scale Q K^T:  dQ = scale dS K
             float* dq = dq_h + i0 * ldq;

@@ -10,6 +10,8 @@ namespace mha::fast {
 #if defined(MHA_AVX2_KERNEL)
 void softmax_row_avx2(float* row, std::size_t n);  // softmax_avx2.cpp
 float exp_sum_avx2(float* row, std::size_t n, float max);
+void softmax_grad_row_avx2(const float* p, float* ds, const unsigned char* keep, std::size_t c,
+                           std::size_t n);
 
 namespace {
 // 8 lanes instead of 4: about three times faster on long rows here. Asked
@@ -33,6 +35,14 @@ float exp_sum(float* row, std::size_t n, float max) {
     if (avx2()) return exp_sum_avx2(row, n, max);
 #endif
     return exp_sum_kernel(row, n, max);
+}
+
+void softmax_grad_row(const float* p, float* ds, const unsigned char* keep, std::size_t c,
+                      std::size_t n) {
+#if defined(MHA_AVX2_KERNEL)
+    if (avx2()) return softmax_grad_row_avx2(p, ds, keep, c, n);
+#endif
+    softmax_grad_row_kernel(p, ds, keep, c, n);
 }
 
 }  // namespace mha::fast

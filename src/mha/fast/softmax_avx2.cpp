@@ -10,4 +10,9 @@ void softmax_row_avx2(float* row, std::size_t n) { softmax_row_kernel(row, n); }
 
 float exp_sum_avx2(float* row, std::size_t n, float max) { return exp_sum_kernel(row, n, max); }
 
+void softmax_grad_row_avx2(const float* p, float* ds, const unsigned char* keep, std::size_t c,
+                           std::size_t n) {
+    softmax_grad_row_kernel(p, ds, keep, c, n);
+}
+
 }  // namespace mha::fast

@@ -133,5 +133,40 @@ void softmax_row_kernel(float* row, std::size_t n) {
     for (j = 0; j < n; ++j) row[j] *= inv;
 }
 
+// The softmax's gradient over one row's first c weights p, in place on ds
+// (dL/d weights in, dL/d scores out): ds_j = p_j (ds_j - sum_k p_k ds_k),
+// 0 where keep (bools read as bytes, or nullptr: no mask) says masked and
+// from column c to n (keys the row does not see).
+void softmax_grad_row_kernel(const float* p, float* ds, const unsigned char* keep,
+                             std::size_t c, std::size_t n) {
+    F part = F{};  // the dot in W running sums
+    std::size_t j = 0;
+    for (; j + W <= c; j += W) part += load(p + j) * load(ds + j);
+    float dot = 0.0f;
+    for (; j < c; ++j) dot += p[j] * ds[j];
+    dot += fold(part, [](float a, float b) { return a + b; });
+    j = 0;
+    if (keep == nullptr) {
+        for (; j + W <= c; j += W) store(ds + j, load(p + j) * (load(ds + j) - dot));
+        for (; j < c; ++j) ds[j] = p[j] * (ds[j] - dot);
+    } else {
+        typedef std::uint8_t Bytes __attribute__((vector_size(W)));
+        for (; j + W <= c; j += W) {
+            Bytes k;
+            std::memcpy(&k, keep + j, sizeof k);
+            const U kept = U(__builtin_convertvector(k, U) != 0);  // all ones where kept
+            const F g = load(p + j) * (load(ds + j) - dot);
+            U bits;
+            std::memcpy(&bits, &g, sizeof bits);
+            bits &= kept;
+            F out;
+            std::memcpy(&out, &bits, sizeof out);
+            store(ds + j, out);
+        }
+        for (; j < c; ++j) ds[j] = keep[j] != 0 ? p[j] * (ds[j] - dot) : 0.0f;
+    }
+    for (j = c; j < n; ++j) ds[j] = 0.0f;
+}
+
 }  // namespace
 }  // namespace mha::fast
