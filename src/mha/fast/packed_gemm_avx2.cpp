@@ -254,7 +254,14 @@ struct Product {
                 const bool add = t0 > 0 || add_first;
                 // A into micro-panels; A^T's rows (the terms) copied as they
                 // are, next to each other: read by columns, from one block
-                if (trans_a) {
+                if (trans_a && rows == kProductRows) {  // 6 vectors a term, no call
+                    for (std::size_t t = 0; t < kc; ++t) {
+                        const float* from = a.data + (k0 + t0 + t) * a.ld + r0;
+                        float* to = block + t * kProductRows;
+                        for (std::size_t v = 0; v < kProductRows; v += 8)
+                            _mm256_storeu_ps(to + v, _mm256_loadu_ps(from + v));
+                    }
+                } else if (trans_a) {
                     for (std::size_t t = 0; t < kc; ++t)
                         std::copy_n(a.data + (k0 + t0 + t) * a.ld + r0, rows,
                                     block + t * kProductRows);
