@@ -262,7 +262,8 @@ TEST_CASE("packed_product equals C = alpha op(A) op(B) + beta C in double, every
     if (!kernels_run_here()) return;
     WideSetting restore;
     // m: under one 6-row tile, one 48-row block and more, and large enough
-    // to be split over the workers; k: one term, a 512-term stretch and
+    // to be split over the workers (in blocks of fewer rows when they are
+    // few, 130, and of 48 when many, 800); k: one term, a 512-term stretch and
     // more, and past the 4096 that cuts the sum into slabs; n: partial and
     // whole 16- and 32-column blocks. With beta 0, C holds NaN: not read.
     struct Size {
@@ -270,7 +271,7 @@ TEST_CASE("packed_product equals C = alpha op(A) op(B) + beta C in double, every
     };
     const std::vector<Size> sizes = {{1, 1, 1},    {5, 3, 17},   {6, 512, 16}, {7, 513, 33},
                                      {49, 64, 31}, {64, 70, 64}, {100, 600, 48},
-                                     {130, 4100, 40}};
+                                     {130, 4100, 40}, {800, 600, 40}};
     mha::Rng rng(13);
     const float guard = 333.0f;
     for (bool wide : wide_settings()) {

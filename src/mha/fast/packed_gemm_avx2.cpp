@@ -254,11 +254,12 @@ struct Product {
                 const bool add = t0 > 0 || add_first;
                 // A into micro-panels; A^T's rows (the terms) copied as they
                 // are, next to each other: read by columns, from one block
-                if (trans_a && rows == kProductRows) {  // 6 vectors a term, no call
+                const std::size_t vectors = (rows + 7) / 8 * 8;  // whole vectors of 8 floats
+                if (trans_a && r0 + vectors <= a.cols) {  // no call per term
                     for (std::size_t t = 0; t < kc; ++t) {
                         const float* from = a.data + (k0 + t0 + t) * a.ld + r0;
                         float* to = block + t * kProductRows;
-                        for (std::size_t v = 0; v < kProductRows; v += 8)
+                        for (std::size_t v = 0; v < vectors; v += 8)
                             _mm256_storeu_ps(to + v, _mm256_loadu_ps(from + v));
                     }
                 } else if (trans_a) {
@@ -469,7 +470,15 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
     // of workers. Two slabs' panels: while some still multiply by slab s,
     // others pack s + 1; the barrier after packing holds everyone until all
     // have finished the slab before (whose panels the next packing reuses).
-    const std::size_t blocks = (m + kProductRows - 1) / kProductRows;
+    // Blocks of 48 rows; when C has few rows (a weight's gradient), of fewer
+    // (a multiple of 6), so that the workers' shares of a slab are even.
+    std::size_t block_rows = kProductRows;
+    const std::size_t cores = worker_count();
+    if ((m + kProductRows - 1) / kProductRows < 8 * cores) {
+        const std::size_t even = cores * ((m + kProductRows * cores - 1) / (kProductRows * cores));
+        block_rows = std::max<std::size_t>(6, m / (6 * even) * 6);
+    }
+    const std::size_t blocks = (m + block_rows - 1) / block_rows;
     const std::size_t slab = k >= 2 * kSlab ? kSlab : k, slabs = (k + slab - 1) / slab;
     const std::size_t per_slab =
         (slab + kProductDepth - 1) / kProductDepth * packed_floats(kProductDepth, n);
@@ -489,7 +498,7 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
             p.pack(k0, k1, part, parts, packed);
             if (!alone) barrier.wait();
             for (std::size_t i; (i = next[s]++) < blocks;)
-                p.multiply(i * kProductRows, std::min(m, (i + 1) * kProductRows), k0, k1, packed,
+                p.multiply(i * block_rows, std::min(m, (i + 1) * block_rows), k0, k1, packed,
                            block, c, ldc, alpha, s > 0 || beta != 0.0f);
         }
     });
