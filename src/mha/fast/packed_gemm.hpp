@@ -111,8 +111,9 @@ void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k
 /// In a large product op(B) is packed once, 2048 terms (a slab) at a time,
 /// each worker packing a share of its panels; then each worker takes the
 /// next block of 48 rows of C that nobody has taken (fewer rows when C has
-/// few, so that the shares come out even) and adds the slab's sum into it. Every element of C adds its terms in the same order, whatever
-/// the number of workers or who took what. With beta 0, C is not read.
+/// few, so that the shares come out even) and adds the slab's sum into it.
+/// Every element of C adds its terms in the same order, whatever the number
+/// of workers or who took what. With beta 0, C is not read.
 /// @param a       `[M, K]` (or `[K, M]` when @p trans_a)
 /// @param trans_a use A^T
 /// @param b       `[K, N]` (or `[N, K]` when @p trans_b)

@@ -464,25 +464,25 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
     }
     // A large product: op(B) packed a slab of terms at a time, once, each
     // worker packing its share of the panels; then each worker takes the
-    // next block of 48 rows of C that nobody has taken and adds the slab's
-    // sum into it. Every element of C adds its stretches of 512 terms in
-    // order, whoever computes them: its bits do not depend on the number
-    // of workers. Two slabs' panels: while some still multiply by slab s,
+    // next block of rows of C that nobody has taken and adds the slab's sum
+    // into it. Every element of C adds its stretches of 512 terms in order,
+    // whoever computes them: its bits do not depend on the number of
+    // workers. Two slabs' panels: while some still multiply by slab s,
     // others pack s + 1; the barrier after packing holds everyone until all
     // have finished the slab before (whose panels the next packing reuses).
     // Blocks of 48 rows; when C has few rows (a weight's gradient), of fewer
     // (a multiple of 6), so that the workers' shares of a slab are even.
-    std::size_t block_rows = kProductRows;
     const std::size_t cores = worker_count();
+    std::size_t block_rows = kProductRows;
     if ((m + kProductRows - 1) / kProductRows < 8 * cores) {
-        const std::size_t even = cores * ((m + kProductRows * cores - 1) / (kProductRows * cores));
-        block_rows = std::max<std::size_t>(6, m / (6 * even) * 6);
+        const std::size_t share = (m + kProductRows * cores - 1) / (kProductRows * cores);
+        block_rows = std::max<std::size_t>(6, m / (6 * cores * share) * 6);
     }
     const std::size_t blocks = (m + block_rows - 1) / block_rows;
     const std::size_t slab = k >= 2 * kSlab ? kSlab : k, slabs = (k + slab - 1) / slab;
     const std::size_t per_slab =
         (slab + kProductDepth - 1) / kProductDepth * packed_floats(kProductDepth, n);
-    const std::size_t workers = std::min(blocks, worker_count());
+    const std::size_t workers = std::min(blocks, cores);
     Buffer panels(std::min<std::size_t>(slabs, 2) * per_slab), scratch(workers * kBlockFloats);
     std::vector<std::atomic<std::size_t>> next(slabs);
     for (auto& n_s : next) n_s.store(0, std::memory_order_relaxed);

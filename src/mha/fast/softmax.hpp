@@ -28,9 +28,10 @@ void softmax_row(float* row, std::size_t n);
 float exp_sum(float* row, std::size_t n, float max);
 
 /// The softmax's backward for one row of weights, as the teaching core's
-/// backward_stages() takes it (step 5, src/mha/backward.cpp), in vectors: \f$dS_j = P_j (dP_j - \sum_k P_k dP_k)\f$
-/// over the first @p c keys; 0 where @p keep masks a key (its score was the
-/// fill, a constant) and past @p c (keys that the row does not see).
+/// backward_stages() takes it (step 5, src/mha/backward.cpp), in vectors:
+/// \f$dS_j = P_j (dP_j - \sum_k P_k dP_k)\f$ over the first @p c keys; 0
+/// where @p keep masks a key (its score was the fill, a constant) and past
+/// @p c (keys that the row does not see).
 /// @param p    the row's weights, @p c of them read
 /// @param ds   @p n floats: dL/d weights in (the first @p c), dL/d scores out
 /// @param keep the row of the mask, bools read as bytes, or nullptr: no mask
