@@ -1,9 +1,10 @@
-// The softmax of one row, written once with GCC/Clang vector types of
-// MHA_LANES floats and compiled twice: 4 lanes in softmax.cpp (SSE2, every
-// x86-64) and 8 in softmax_avx2.cpp (AVX2 + FMA), which softmax_row() picks
-// at run time when the processor has it. Private to the engine: each of the
-// two files defines MHA_LANES and includes this once. The plain softmax it
-// must agree with is mha::softmax_row() (src/mha/softmax.cpp).
+// The softmax of one row and its gradient, written once with GCC/Clang
+// vector types of MHA_LANES floats and compiled twice: 4 lanes in
+// softmax.cpp (SSE2, every x86-64) and 8 in softmax_avx2.cpp (AVX2 + FMA),
+// which softmax_row() and softmax_grad_row() pick at run time when the
+// processor has it. Private to the engine: each of the two files defines
+// MHA_LANES and includes this once. The plain softmax it must agree with is
+// mha::softmax_row() (src/mha/softmax.cpp).
 //
 // Everything here has internal linkage (an unnamed namespace), so that the
 // AVX2 build of a helper can never be linked in place of the plain one.
