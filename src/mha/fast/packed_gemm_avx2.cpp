@@ -224,6 +224,12 @@ struct Product {
     std::size_t n;  // columns of C
     bool wide;
 
+    // Floats of the panels that pack() writes for `terms` terms, 512 to a
+    // stretch (each stretch as long as a whole one).
+    std::size_t panels_for(std::size_t terms) const {
+        return (terms + kProductDepth - 1) / kProductDepth * packed_floats(kProductDepth, n);
+    }
+
     // op(B)'s rows k0 .. k1-1 (the terms), 512 at a time, into panels at
     // dst for multiply() to read: the share `part` of `parts` of its panels.
     void pack(std::size_t k0, std::size_t k1, std::size_t part, std::size_t parts,
@@ -456,7 +462,7 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
     const bool large = double(m) * double(n) * double(k) >= 4.0e6 && m >= 64;
     if (!large) {  // on this thread, its scratch kept from call to call
         thread_local Buffer panels, block;
-        panels.resize((k + kProductDepth - 1) / kProductDepth * packed_floats(kProductDepth, n));
+        panels.resize(p.panels_for(k));
         block.resize(kBlockFloats);
         p.pack(0, k, 0, 1, panels.data());
         p.multiply(0, m, 0, k, panels.data(), block.data(), c, ldc, alpha, beta != 0.0f);
@@ -480,8 +486,7 @@ void packed_product(Block a, bool trans_a, Block b, bool trans_b, float* c, std:
     }
     const std::size_t blocks = (m + block_rows - 1) / block_rows;
     const std::size_t slab = k >= 2 * kSlab ? kSlab : k, slabs = (k + slab - 1) / slab;
-    const std::size_t per_slab =
-        (slab + kProductDepth - 1) / kProductDepth * packed_floats(kProductDepth, n);
+    const std::size_t per_slab = p.panels_for(slab);
     const std::size_t workers = std::min(blocks, cores);
     Buffer panels(std::min<std::size_t>(slabs, 2) * per_slab), scratch(workers * kBlockFloats);
     std::vector<std::atomic<std::size_t>> next(slabs);
