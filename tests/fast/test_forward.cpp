@@ -321,8 +321,10 @@ TEST_CASE("backward: the engine's gradients equal the stages', masks, cross-atte
         std::size_t B, Tq, Tk, E, H;
     };
     std::uint64_t seed = 700;
+    // (D = 16: each work item packs the K and V of all its kv heads at once)
     for (const Shape& c : {Shape{2, 5, 5, 12, 3}, Shape{3, 7, 4, 16, 4},
-                           Shape{40, 16, 16, 16, 2}, Shape{1, 70, 33, 8, 2}}) {
+                           Shape{40, 16, 16, 16, 2}, Shape{1, 70, 33, 8, 2},
+                           Shape{5, 7, 6, 64, 4}}) {
         for (int masked = 0; masked < 3; ++masked) {
             for (std::size_t H_kv : {c.H, c.H > 1 ? c.H / 2 : c.H}) {
                 CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(masked); CAPTURE(H_kv);
@@ -384,16 +386,19 @@ TEST_CASE("backward: skipping masked keys hides no NaN that the whole sums meet"
     // what the causal mask hides; with another fill (on the same trace) it
     // computes every column. A weight of 0 times NaN is NaN in the whole
     // sums, so both must put NaN in the same places, and agree elsewhere.
-    const std::size_t B = 1, T = 64, E = 16, H = 2;
-    const mha::MultiHeadAttention m(E, H, mha::Init::xavier(960));
+    // E = 32 (D = 16): K and V of both heads packed and checked at once.
+    const std::size_t B = 1, T = 64, H = 2;
     const mha::Mask causal = mha::causal_mask(T, T);
-    for (int where = 0; where < 4; ++where) {
-        CAPTURE(where);  // 0: value, 1: key, 2: query, 3: d output
+    for (int where = 0; where < 8; ++where) {
+        const std::size_t E = where < 4 ? 16 : 32;
+        const mha::MultiHeadAttention m(E, H, mha::Init::xavier(960));
+        CAPTURE(where);  // % 4: 0 value, 1 key, 2 query, 3 d output
         mha::Rng rng(960);
         mha::Tensor3 q = mha::randn(B, T, E, rng), k = mha::randn(B, T, E, rng);
         mha::Tensor3 v = mha::randn(B, T, E, rng), dy = mha::randn(B, T, E, rng);
         mha::Tensor3* spoiled[4] = {&v, &k, &q, &dy};
-        (*spoiled[where])(0, where < 2 ? 50 : 5, 3) = NAN;  // a late key, an early query
+        // a late key or an early query; with E = 32 in the second head
+        (*spoiled[where % 4])(0, where % 4 < 2 ? 50 : 5, where < 4 ? 3 : 19) = NAN;
         const mha::ForwardTrace t = m.trace(q, k, v, &causal);
         const auto skipped = mha::backward(m, t, q, k, v, dy, &causal);
         const auto whole = mha::backward(m, t, q, k, v, dy, &causal, -1e30f);

@@ -89,7 +89,8 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     product({d_output.data(), B * Tq, E, E}, true, {t.context.data(), B * Tq, E, E}, false,
             g.w_o.weight.data(), E);
 
-    // 2) per (sequence, kv head), each on its own blocks: first that group's
+    // 2) per sequence (or a share of its kv heads, when there are few
+    //    sequences), each on its own blocks: per kv head, first its group's
     //    columns of d context = dy W_o (never the whole [B, Tq, E] at once),
     //    then per query head of the group: weights x V, softmax, mask,
     //    scores. The group's heads add their dK and dV into the kv head
@@ -117,24 +118,26 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     const std::size_t block = may_skip ? skip_block_rows(Tk) : std::max(Tq, Tk);
     const std::size_t blocks = (Tq + block - 1) / block;
     // dP: [Tq, Tk]; dctx_g: the group's d context [Tq, GD]
-    // vt, kp: the kv head's V^T and K packed into panels, or nullptr (BLAS)
+    // vt, kp: the kv head's V^T (vt_k terms to a panel) and K packed into
+    // panels, or nullptr (BLAS)
     // kv_bad: past_last_nonfinite() of the kv head's K and V
+    // q_finite: the head's Q is known to hold no NaN or Inf
     // cols: [blocks], the key columns each block of query rows computes
+    // dq_h [Tq, D], dk_g, dv_g [Tk, D]: where the gradients go, compact
     auto head_backward = [&](std::size_t b, std::size_t h, float* dP, const float* dctx_g,
-                             const float* vt, const float* kp, std::size_t kv_bad,
-                             std::size_t* cols) {
+                             const float* vt, std::size_t vt_k, const float* kp,
+                             std::size_t kv_bad, bool q_finite, std::size_t* cols,
+                             float* dq_h, float* dk_g, float* dv_g) {
         const std::size_t g = h / group;
         const float add = h == g * group ? 0.0f : 1.0f;  // beta: the group's first writes
         const std::size_t qo = b * Tq * E + h * D, ko = b * Tk * Ekv + g * D;  // in the trace
-        float* dq_h = dq_p + b * Tq * ldq + h * D;                             // [Tq, D]
-        float* dk_g = dk_p + b * Tk * ldkv + g * D, *dv_g = dv_p + b * Tk * ldkv + g * D;
         const float* P = &t.weights(b, h, 0, 0);           // [Tq, Tk]
         const float* dctx = dctx_g + (h - g * group) * D;  // [Tq, D], rows GD apart
         const float* q = t.q.data() + qo, *k = t.k.data() + ko, *v = t.v.data() + ko;
         // Skipped columns must not hide a NaN or an Inf that 0 meets there:
         // in K or V (kv_bad), or in this head's Q or d context (no skipping).
         const bool skip = may_skip && !any_nonfinite(dctx, Tq, D, GD) &&
-                          !any_nonfinite(q, Tq, D, E);
+                          (q_finite || !any_nonfinite(q, Tq, D, E));
         for (std::size_t ib = 0; ib < blocks; ++ib) {
             const std::size_t i0 = ib * block, rows = std::min(block, Tq - i0);
             std::size_t c = skip ? visible_columns(*in.mask, b, h, i0, rows, Tk) : Tk;
@@ -143,7 +146,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
             float* dp = dP + i0 * Tk;  // [rows, Tk]
             // context = P V:  dP = dctx V^T
             if (c > 0 && vt != nullptr) {
-                packed_gemm(dctx + i0 * GD, GD, rows, D, vt, D, c, dp, Tk, 1.0f);
+                packed_gemm(dctx + i0 * GD, GD, rows, D, vt, vt_k, c, dp, Tk, 1.0f);
             } else if (c > 0) {
                 gemm({dctx + i0 * GD, rows, D, GD}, false, {v, c, D, Ekv}, true, dp, Tk);
             }
@@ -156,13 +159,13 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                 softmax_grad_row(P + i * Tk, dP + i * Tk, keep, c, Tk);
             }
             // S = scale Q K^T:  dQ = scale dS K
-            float* dq = dq_h + i0 * ldq;
+            float* dq = dq_h + i0 * D;
             if (c == 0) {
-                for (std::size_t r = 0; r < rows; ++r) std::fill_n(dq + r * ldq, D, 0.0f);
+                for (std::size_t r = 0; r < rows; ++r) std::fill_n(dq + r * D, D, 0.0f);
             } else if (kp != nullptr) {
-                packed_gemm(dp, Tk, rows, c, kp, Tk, D, dq, ldq, scale);
+                packed_gemm(dp, Tk, rows, c, kp, Tk, D, dq, D, scale);
             } else {
-                gemm({dp, rows, c, Tk}, false, {k, c, D, Ekv}, false, dq, ldq, scale);
+                gemm({dp, rows, c, Tk}, false, {k, c, D, Ekv}, false, dq, D, scale);
             }
         }
         // dV = P^T dctx,  dK = scale dS^T Q: keys j0.. from the first block
@@ -174,15 +177,15 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
             const std::size_t i0 = first * block, n = first < blocks ? Tq - i0 : 0;
             if (n == 0) {  // no query sees these keys
                 for (std::size_t j = j0; add == 0.0f && j < j0 + w; ++j) {
-                    std::fill_n(dv_g + j * ldkv, D, 0.0f);
-                    std::fill_n(dk_g + j * ldkv, D, 0.0f);
+                    std::fill_n(dv_g + j * D, D, 0.0f);
+                    std::fill_n(dk_g + j * D, D, 0.0f);
                 }
                 continue;
             }
             gemm({P + i0 * Tk + j0, n, w, Tk}, true, {dctx + i0 * GD, n, D, GD}, false,
-                 dv_g + j0 * ldkv, ldkv, 1.0f, add);
+                 dv_g + j0 * D, D, 1.0f, add);
             gemm({dP + i0 * Tk + j0, n, w, Tk}, true, {q + i0 * E, n, D, E}, false,
-                 dk_g + j0 * ldkv, ldkv, scale, add);
+                 dk_g + j0 * D, D, scale, add);
         }
     };
     // W_o packed once for every (sequence, kv head)'s d context, when the
@@ -197,44 +200,89 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     // dq, dk, dv are made, then added in order (the same bits for any count
     // of workers).
     Buffer db_o(B * E), db_q(B * E), db_k(B * Ekv), db_v(B * Ekv);
-    std::atomic<std::size_t> next_pair{0};
-    parallel_for(std::min(B * H_kv, worker_count()), [&](std::size_t, std::size_t) {
+    // Work items: a sequence, or when there are few, a share of its kv heads
+    // (so that every core has some). Each reads its Q, and its K and V when
+    // D is a multiple of 16, in one pass over its columns of whole rows (not
+    // head by head: 256 bytes a row), keeps dQ, dK and dV in compact blocks
+    // until they are done, then streams them out: step 3 reads them later.
+    const std::size_t shares = std::min(H_kv, (4 * worker_count() + B - 1) / B);
+    const std::size_t most = (H_kv + shares - 1) / shares;  // kv heads in a share
+    // K's columns of a share start on a panel, so one packing serves its heads
+    const bool at_once = packed && D % kPanelWidth == 0;
+    const std::size_t per_pack = at_once ? most * D : D;  // columns packed at once
+    std::atomic<std::size_t> next_item{0};
+    parallel_for(std::min(B * shares, worker_count()), [&](std::size_t, std::size_t) {
         Buffer dP(Tq * Tk), dctx(Tq * GD);  // this worker's
-        Buffer vt(packed ? packed_floats(D, Tk) : 0), kp(packed ? packed_floats(Tk, D) : 0);
+        Buffer vt(packed ? packed_floats(per_pack, Tk) : 0);
+        Buffer kp(packed ? packed_floats(Tk, per_pack) : 0);
+        Buffer dq_s(most * GD * Tq), dk_s(most * D * Tk), dv_s(most * D * Tk);  // compact
         std::vector<std::size_t> cols(blocks);
-        for (std::size_t bg; (bg = next_pair++) < B * H_kv;) {
-            const std::size_t b = bg / H_kv, g = bg % H_kv;
-            const float* v = t.v.data() + b * Tk * Ekv + g * D;  // [Tk, D]
-            const float* k = t.k.data() + b * Tk * Ekv + g * D;  // [Tk, D]
-            if (packed) {
-                packed_gemm(d_output.data() + b * Tq * E, E, Tq, E,
-                            w_o_panels.data() + g * per_group, E, GD, dctx.data(), GD, 1.0f);
-                pack_panels(v, Ekv, true, D, Tk, vt.data());   // B = V^T
-                pack_panels(k, Ekv, false, Tk, D, kp.data());  // B = K
-            } else {
-                gemm({d_output.data() + b * Tq * E, Tq, E, E}, false,
-                     {m.w_o.weight.data() + g * GD, E, GD, E}, false, dctx.data(), GD);
+        for (std::size_t item; (item = next_item++) < B * shares;) {
+            const std::size_t b = item / shares, share = item % shares;
+            const std::size_t g0 = H_kv * share / shares, g1 = H_kv * (share + 1) / shares;
+            const float* k_b = t.k.data() + b * Tk * Ekv;  // [Tk, Ekv]
+            const float* v_b = t.v.data() + b * Tk * Ekv;
+            const std::size_t kv_cols = (g1 - g0) * D;
+            bool kv_finite = !may_skip;  // of the whole share, if packed at once
+            if (at_once) {
+                pack_panels(v_b + g0 * D, Ekv, true, kv_cols, Tk, vt.data());   // B = V^T
+                pack_panels(k_b + g0 * D, Ekv, false, Tk, kv_cols, kp.data());  // B = K
+                kv_finite = kv_finite ||
+                            (!any_nonfinite(vt.data(), 1, packed_floats(kv_cols, Tk), 0) &&
+                             !any_nonfinite(kp.data(), 1, packed_floats(Tk, kv_cols), 0));
             }
-            // K and V checked where they are in cache: their panels, if packed
-            const bool kv_finite =
-                !may_skip || (packed ? !any_nonfinite(vt.data(), 1, vt.size(), 0) &&
-                                           !any_nonfinite(kp.data(), 1, kp.size(), 0)
-                                     : !any_nonfinite(k, Tk, D, Ekv) &&
-                                           !any_nonfinite(v, Tk, D, Ekv));
-            const std::size_t kv_bad = kv_finite ? 0
-                                                 : std::max(past_last_nonfinite(k, Tk, D, Ekv),
-                                                            past_last_nonfinite(v, Tk, D, Ekv));
-            for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
-                head_backward(b, h, dP.data(), dctx.data(), packed ? vt.data() : nullptr,
-                              packed ? kp.data() : nullptr, kv_bad, cols.data());
-                column_sums(dq_p + b * Tq * ldq + h * D, Tq, D, ldq, db_q.data() + b * E + h * D);
+            const bool q_finite = may_skip && !any_nonfinite(t.q.data() + b * Tq * E + g0 * GD,
+                                                             Tq, kv_cols * group, E);
+            for (std::size_t g = g0; g < g1; ++g) {
+                const float* v = v_b + g * D, *k = k_b + g * D;  // [Tk, D]
+                const float* vt_g = vt.data(), *kp_g = kp.data();
+                if (at_once) {  // the kv head's panels inside the share's
+                    vt_g += (g - g0) * D * kPanelWidth;
+                    kp_g += (g - g0) * D * Tk;
+                }
+                if (packed) {
+                    packed_gemm(d_output.data() + b * Tq * E, E, Tq, E,
+                                w_o_panels.data() + g * per_group, E, GD, dctx.data(), GD,
+                                1.0f);
+                    if (!at_once) {
+                        pack_panels(v, Ekv, true, D, Tk, vt.data());   // B = V^T
+                        pack_panels(k, Ekv, false, Tk, D, kp.data());  // B = K
+                    }
+                } else {
+                    gemm({d_output.data() + b * Tq * E, Tq, E, E}, false,
+                         {m.w_o.weight.data() + g * GD, E, GD, E}, false, dctx.data(), GD);
+                }
+                // K and V checked where they are in cache: their panels, if packed
+                bool finite = kv_finite;
+                if (!at_once && !finite)
+                    finite = packed ? !any_nonfinite(vt.data(), 1, vt.size(), 0) &&
+                                          !any_nonfinite(kp.data(), 1, kp.size(), 0)
+                                    : !any_nonfinite(k, Tk, D, Ekv) &&
+                                          !any_nonfinite(v, Tk, D, Ekv);
+                const std::size_t kv_bad =
+                    finite ? 0
+                           : std::max(past_last_nonfinite(k, Tk, D, Ekv),
+                                      past_last_nonfinite(v, Tk, D, Ekv));
+                float* dk_g = dk_s.data() + (g - g0) * Tk * D;  // [Tk, D]
+                float* dv_g = dv_s.data() + (g - g0) * Tk * D;
+                for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
+                    float* dq_h = dq_s.data() + (h - g0 * group) * Tq * D;  // [Tq, D]
+                    head_backward(b, h, dP.data(), dctx.data(), packed ? vt_g : nullptr,
+                                  at_once ? kv_cols : D, packed ? kp_g : nullptr, kv_bad,
+                                  q_finite, cols.data(), dq_h, dk_g, dv_g);
+                    column_sums(dq_h, Tq, D, D, db_q.data() + b * E + h * D);
+                    stream_rows(dq_h, D, Tq, D, dq_p + b * Tq * ldq + h * D, ldq);
+                }
+                const std::size_t ko = b * Tk * ldkv + g * D;
+                column_sums(dk_g, Tk, D, D, db_k.data() + b * Ekv + g * D);
+                column_sums(dv_g, Tk, D, D, db_v.data() + b * Ekv + g * D);
+                stream_rows(dk_g, D, Tk, D, dk_p + ko, ldkv);
+                stream_rows(dv_g, D, Tk, D, dv_p + ko, ldkv);
             }
-            const std::size_t ko = b * Tk * ldkv + g * D;
-            column_sums(dk_p + ko, Tk, D, ldkv, db_k.data() + b * Ekv + g * D);
-            column_sums(dv_p + ko, Tk, D, ldkv, db_v.data() + b * Ekv + g * D);
-            if (g == 0)
+            if (share == 0)
                 column_sums(d_output.data() + b * Tq * E, Tq, E, E, db_o.data() + b * E);
         }
+        stream_fence();  // before step 3, on other threads too, reads them
     });
     g.w_o.bias = sum_of_pieces(db_o, B, E);
     g.wq.bias = sum_of_pieces(db_q, B, E);

@@ -10,6 +10,9 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace mha::fast {
 
@@ -55,6 +58,25 @@ bool keep_freed_memory() {
 void release_kept_memory() {
 #if defined(__GLIBC__)
     malloc_trim(0);
+#endif
+}
+
+void stream_rows(const float* src, std::size_t src_ld, std::size_t rows, std::size_t cols,
+                 float* dst, std::size_t dst_ld) {
+#if defined(__SSE2__)
+    if (cols % 4 == 0 && dst_ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t c = 0; c < cols; c += 4)
+                _mm_stream_ps(dst + r * dst_ld + c, _mm_loadu_ps(src + r * src_ld + c));
+        return;
+    }
+#endif
+    for (std::size_t r = 0; r < rows; ++r) std::copy_n(src + r * src_ld, cols, dst + r * dst_ld);
+}
+
+void stream_fence() {
+#if defined(__SSE2__)
+    _mm_sfence();
 #endif
 }
 

@@ -86,6 +86,25 @@ bool keep_freed_memory();
 /// (glibc's malloc_trim).
 void release_kept_memory();
 
+/// Copies `rows x cols` floats from @p src to @p dst with streaming stores,
+/// which write whole lines to memory without reading them into the caches
+/// first: for results nothing reads again until far more than a cache has
+/// passed through. A plain copy where @p dst or its rows are not on 16-byte
+/// boundaries, or the processor has no such stores. Call stream_fence()
+/// before other threads read @p dst.
+/// @param src    the block, rows @p src_ld apart
+/// @param src_ld distance between rows of @p src
+/// @param rows   rows of the block
+/// @param cols   floats per row
+/// @param dst    where it goes, rows @p dst_ld apart
+/// @param dst_ld distance between rows of @p dst
+void stream_rows(const float* src, std::size_t src_ld, std::size_t rows, std::size_t cols,
+                 float* dst, std::size_t dst_ld);
+
+/// Orders this thread's streaming stores before its later stores (sfence):
+/// after them, a thread that sees those later stores sees these too.
+void stream_fence();
+
 /// @}
 
 }  // namespace mha::fast
