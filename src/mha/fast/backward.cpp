@@ -282,7 +282,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
             if (share == 0)
                 column_sums(d_output.data() + b * Tq * E, Tq, E, E, db_o.data() + b * E);
         }
-        stream_fence();  // before step 3, on other threads too, reads them
+        stream_fence();  // before step 3 reads them, on other threads too
     });
     g.w_o.bias = sum_of_pieces(db_o, B, E);
     g.wq.bias = sum_of_pieces(db_q, B, E);
