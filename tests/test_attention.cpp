@@ -9,6 +9,7 @@
 
 #include <xtensor/xview.hpp>
 
+#include "mha/fast/packed_gemm.hpp"
 #include "mha/reference.hpp"
 
 namespace {
@@ -218,6 +219,10 @@ TEST_CASE("grouped-query attention: both forwards equal the oracle, H_kv = H, H/
 TEST_CASE("grouped-query attention: K and V weights copied across a group give MHA exactly") {
     // The lesson 17 claim: H_kv heads whose wk, wv rows are those of MHA's
     // first head of each group equal MHA whose heads of a group share them.
+    // Bit for bit where each sum adds its terms in one order whatever the
+    // product's width (the engine's packed kernels); a BLAS may not (OpenBLAS
+    // with its Haswell kernels gave 2.4e-7 for the [.., 12] against [.., 24]
+    // K projection here), so the stages, on BLAS, are held to rounding.
     mha::Rng rng(33);
     const std::size_t E = 24, H = 6, D = 4;
     for (std::size_t H_kv : {std::size_t{3}, std::size_t{1}}) {
@@ -237,10 +242,12 @@ TEST_CASE("grouped-query attention: K and V weights copied across a group give M
             }
         const mha::Tensor3 x = mha::randn(2, 7, E, rng);
         const mha::Mask causal = mha::causal_mask(7, 7);
-        CHECK(mha::max_abs_diff(gqa.forward(x, x, x, &causal).output,
-                                mha_.forward(x, x, x, &causal).output) < 1e-6);
+        const double engine = mha::max_abs_diff(gqa.forward(x, x, x, &causal).output,
+                                                mha_.forward(x, x, x, &causal).output);
+        if (mha::fast::packed_products_on()) CHECK(engine == 0.0);
+        CHECK(engine < 1e-6);
         CHECK(mha::max_abs_diff(gqa.forward_stages(x, x, x, &causal).output,
-                                mha_.forward_stages(x, x, x, &causal).output) == 0.0);
+                                mha_.forward_stages(x, x, x, &causal).output) < 1e-6);
     }
 }
 
