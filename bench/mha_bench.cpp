@@ -7,7 +7,9 @@
 // T = 16384, its peak memory against the tensors that must exist.
 // Without either:
 // 1. The sgemm peak: one large single-precision gemm (2048^3), measured
-//    here, in this run. The roofline time of any work is FLOPs / peak. The
+//    here, in this run, through the BLAS (its kernels named: an environment
+//    that forces OpenBLAS's core type can halve it, and flatter every ratio
+//    below). The roofline time of any work is FLOPs / peak. The
 //    closing line pairs each forward with an sgemm timed just before it, and
 //    gives the medians of the times, the peaks and the pairwise ratios.
 // 2. The articles' shape, B = 128, T = 64, E = 512, H = 8, causal: every
@@ -45,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include "common.hpp"
@@ -105,6 +108,17 @@ struct Sgemm {
     }
 };
 
+// Which kernels the BLAS runs, where it says (OpenBLAS picks them by
+// processor, or as OPENBLAS_CORETYPE tells it): the roofline is their sgemm.
+std::string blas_kernels() {
+    using CoreName = char* (*)();
+    auto name = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+    std::string what = name ? std::string("OpenBLAS, ") + name() + " kernels" : "BLAS";
+    if (const char* forced = std::getenv("OPENBLAS_CORETYPE"))
+        what += std::string(" as OPENBLAS_CORETYPE=") + forced + " says";
+    return what;
+}
+
 // Calls f with the forward's products (the layers and the per-head ones)
 // in BLAS instead of the packed kernels (mha/fast/packed_gemm.hpp), then puts
 // the setting back.
@@ -161,7 +175,8 @@ int main(int argc, char** argv) {
             Sgemm g;
             peak = g.gflops(5);
         }
-        std::printf("%.1f GFLOP/s (2048 x 2048 x 2048, median of 5)\n", peak);
+        std::printf("%.1f GFLOP/s (2048 x 2048 x 2048, median of 5; %s)\n", peak,
+                    blas_kernels().c_str());
 
         const std::size_t B = 128, T = 64, E = 512, H = 8;
         mha::Rng rng(1);

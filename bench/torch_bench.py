@@ -4,6 +4,12 @@ shapes, with the same thread count, and prints ours / PyTorch.
 
     /usr/bin/python3 bench/torch_bench.py [--threads N] [--runs N] [--rounds N]
 
+It first names the kernels of the OpenBLAS PyTorch loaded. An environment
+that sets OPENBLAS_CORETYPE (this machine's does, to Haswell, on a processor
+whose AVX-512 OpenBLAS 0.3.21 would use) holds PyTorch, and the roofline's
+sgemm, to that core's kernels: to compare with PyTorch at its best, run it
+as `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 ...`.
+
 Both sides are timed the same way: the median of N consecutive runs after
 a warm-up. PyTorch runs before and after build/bench/mha_bench (same
 sitting, same machine), and its times are the median over both passes, so
@@ -35,6 +41,7 @@ article, decode, long; all by default):
   the whole process's peak.
 """
 import argparse
+import ctypes
 import os
 import pathlib
 import re
@@ -177,11 +184,30 @@ def at_64(out):
                  for name in [r"forward\(\)", "forward_into, output reused"])
 
 
+def blas_kernels():
+    """Which kernels the OpenBLAS that PyTorch loaded runs: its products, and
+    the roofline's sgemm on our side, are that fast and no faster."""
+    with open("/proc/self/maps") as f:
+        libs = {line.split()[-1] for line in f if "libopenblas" in line}
+    if not libs:
+        return "PyTorch's BLAS: not OpenBLAS (no kernels named)"
+    lib = ctypes.CDLL(sorted(libs)[0])
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    what = f"PyTorch's BLAS: OpenBLAS, {lib.openblas_get_corename().decode()} kernels"
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced:
+        what += (f", as OPENBLAS_CORETYPE={forced} says (mha_bench's too); unset it and "
+                 f"OPENBLAS_L2_SIZE for the kernels OpenBLAS picks for this processor")
+    return what
+
+
 repo = pathlib.Path(__file__).resolve().parent.parent
 env = dict(os.environ, MHA_THREADS=str(args.threads))
 if args.child_long:
     long_child(args.child_long)
     sys.exit(0)
+torch.ones(2, 2) @ torch.ones(2, 2)  # PyTorch loads its BLAS
+print(blas_kernels())
 
 
 def compare_decode():
