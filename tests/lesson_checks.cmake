@@ -99,6 +99,13 @@ elseif(MODE STREQUAL "dump_size")
 
 elseif(MODE STREQUAL "pause_tty")
   # script(1) gives the lesson a terminal; Enter is answered from a file.
+  # Containers and build chroots may have no pseudo-terminal to give.
+  execute_process(COMMAND script -qec true /dev/null RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  if(NOT rc EQUAL 0)
+    message(STATUS "skipped: no pseudo-terminal here for script(1) (${rc}: ${e})")
+    return()
+  endif()
   file(WRITE "${DIR}.enter" "\n\n\n\n\n\n\n\n\n\n")
   execute_process(COMMAND script -qec "${LESSON} --tiny --pause" /dev/null
                   INPUT_FILE "${DIR}.enter" OUTPUT_VARIABLE tty RESULT_VARIABLE rc)

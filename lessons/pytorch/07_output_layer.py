@@ -2,8 +2,8 @@
 nn.MultiheadAttention for the cross-attention, on the lesson's weights."""
 import sys
 
+from common import Lesson, torch  # first: without PyTorch it exits 77 (skipped)
 from articles import FourLinearLayers, HandwrittenCourse
-from common import Lesson, torch
 
 L = Lesson("07_output_layer", sys.argv)
 with torch.no_grad():

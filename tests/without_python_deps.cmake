@@ -1,0 +1,56 @@
+# Every Python script the suite runs skips cleanly (exit 77) on a machine
+# whose python3 has no PyTorch, NumPy or Selenium (most Debian installs):
+#   cmake -DBIN=build -DRUNNER=tests/pytorch/run.sh -DDIR=folder -P without_python_deps.cmake
+#
+# The scripts are found from ctest itself (every test whose command is
+# RUNNER), so a script added later is covered too. Each runs with a folder
+# first on PYTHONPATH whose torch, numpy and selenium raise ImportError.
+cmake_minimum_required(VERSION 3.25)
+
+file(REMOVE_RECURSE "${DIR}")
+foreach(module torch numpy selenium)
+  file(WRITE "${DIR}/${module}.py"
+       "raise ImportError('${module} made unimportable by without_python_deps.cmake')\n")
+endforeach()
+
+execute_process(COMMAND ${CMAKE_CTEST_COMMAND} --show-only=json-v1
+                WORKING_DIRECTORY "${BIN}" OUTPUT_VARIABLE json RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ctest --show-only failed (${rc})")
+endif()
+string(JSON count LENGTH "${json}" tests)
+math(EXPR last "${count} - 1")
+set(ran 0)
+set(bad "")
+foreach(i RANGE ${last})
+  string(JSON name GET "${json}" tests ${i} name)
+  string(JSON n ERROR_VARIABLE no_command LENGTH "${json}" tests ${i} command)
+  if(no_command OR n LESS 2)
+    continue()
+  endif()
+  string(JSON exe GET "${json}" tests ${i} command 0)
+  if(NOT exe STREQUAL RUNNER)
+    continue()
+  endif()
+  set(command "")
+  math(EXPR lastarg "${n} - 1")
+  foreach(a RANGE ${lastarg})
+    string(JSON arg GET "${json}" tests ${i} command ${a})
+    list(APPEND command "${arg}")
+  endforeach()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${DIR}" ${command}
+                  WORKING_DIRECTORY "${DIR}" OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  RESULT_VARIABLE rc)
+  math(EXPR ran "${ran} + 1")
+  if(NOT rc EQUAL 77)
+    string(APPEND bad "${name}: exit ${rc}, not 77 (skipped)\n${out}${err}\n")
+  endif()
+endforeach()
+if(ran LESS 10)
+  message(FATAL_ERROR "found only ${ran} tests run through ${RUNNER}; expected the side-by-side "
+                      "scripts and the PyTorch checks")
+endif()
+if(NOT bad STREQUAL "")
+  message(FATAL_ERROR "without PyTorch these do not skip:\n${bad}")
+endif()
+message(STATUS "${ran} Python scripts skip cleanly without PyTorch, NumPy and Selenium")
