@@ -39,4 +39,16 @@ for path in pathlib.Path(sys.argv[1]).glob("*.html"):
     text = mark(text.replace(HTML, HTML[:-1] + ' lang="en" xml:lang="en">', 1))
     path.write_text(text, encoding="utf-8")
     count += 1
+# Where the docs build could not start Chromium (docs/screenshot.cmake), the
+# explorer's picture becomes a sentence saying so.
+html = pathlib.Path(sys.argv[1])
+if (html.parent / "images" / "explorer.png.missing").exists():
+    for path in html.glob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        new = re.sub(r'<div class="image">\s*<img src="explorer.png"[^>]*>.*?</div>\s*</div>',
+                     "<p><em>(No screenshot here: headless Chromium could not start when "
+                     "these pages were built.)</em></p>", text, flags=re.S)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            print(f"postprocess: {path.name} shows no explorer screenshot (none was taken)")
 print(f"postprocess: {count} pages declare lang=\"en\", Chinese marked zh-Hans")
