@@ -13,7 +13,7 @@ namespace {
 
 // Unit-scale data: float rounding in different summation orders stays
 // below 2e-5 (the same tolerance as the hand-picked cases).
-constexpr double kTol = 2e-5;
+constexpr double kPropertyTol = 2e-5;
 
 std::size_t pick(std::mt19937& g, std::size_t lo, std::size_t hi) {
     return std::uniform_int_distribution<std::size_t>(lo, hi)(g);
@@ -57,8 +57,8 @@ TEST_CASE("property: 300 random configurations match the oracle" *
                                     use_bias ? &bias : nullptr);
         const auto ref = mha::reference_forward(m, q, k, v, use_mask ? &mask : nullptr,
                                                 fill, use_bias ? &bias : nullptr);
-        CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
-        CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
+        CHECK(mha::max_abs_diff(fast.output, ref.output) < kPropertyTol);
+        CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kPropertyTol);
         // Every row of weights sums to 1, or to 0 when fully masked by -inf.
         for (std::size_t r = 0; r < fast.weights.size() / Tk; ++r) {
             double sum = 0;
@@ -129,5 +129,5 @@ TEST_CASE("B = 1 and T = 1 work, and match the oracle" *
     const auto ref = mha::reference_forward(m, x, x, x, &causal);
     CHECK(mha::shape_of(fast.output) == "[1, 1, 6]");
     CHECK(fast.weights(0, 0, 0, 0) == 1.0f);  // one key: all the weight
-    CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
+    CHECK(mha::max_abs_diff(fast.output, ref.output) < kPropertyTol);
 }

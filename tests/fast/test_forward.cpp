@@ -20,9 +20,9 @@ namespace {
 
 // Fast path against the oracle: unit-scale data (randn inputs, Xavier
 // weights), so float rounding in different summation orders stays < 2e-5.
-constexpr double kTol = 2e-5;
+constexpr double kEngineTol = 2e-5;
 
-struct Case {
+struct EngineCase {
     std::size_t B, Tq, Tk, E, H;
 };
 
@@ -54,7 +54,7 @@ void check_weight_grads(const mha::AttentionGrads& got, const mha::AttentionGrad
 
 TEST_CASE("forward equals the plain-loop oracle on many shapes" *
           doctest::test_suite("oracle")) {
-    const std::vector<Case> cases = {
+    const std::vector<EngineCase> cases = {
         {1, 1, 1, 1, 1},  {1, 1, 1, 8, 8},  {1, 4, 4, 8, 2},   {2, 5, 5, 12, 3},
         {3, 7, 7, 16, 1}, {2, 3, 9, 16, 4}, {1, 9, 2, 6, 6},   {4, 6, 6, 32, 8},
         {2, 16, 16, 64, 8}, {1, 1, 5, 4, 2}, {5, 3, 3, 10, 5}, {2, 33, 17, 24, 6},
@@ -66,7 +66,7 @@ TEST_CASE("forward equals the plain-loop oracle on many shapes" *
         {65, 64, 64, 8, 2}, {210, 10, 20, 8, 4}, {3, 300, 300, 8, 2}, {2, 70, 130, 8, 4},
         {1, 70, 600, 8, 2}};
     std::uint64_t seed = 100;
-    for (const Case& c : cases) {
+    for (const EngineCase& c : cases) {
         for (int masked = 0; masked < 3; ++masked) {
             CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.E);
             CAPTURE(c.H); CAPTURE(masked);
@@ -92,10 +92,10 @@ TEST_CASE("forward equals the plain-loop oracle on many shapes" *
             const auto ref = mha::reference_forward(m, q, kv, v, mp, fill);
             CHECK(mha::shape_of(fast.output) == mha::shape_of(q));
             CHECK(fast.weights.shape(1) == c.H);
-            CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
-            CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
+            CHECK(mha::max_abs_diff(fast.output, ref.output) < kEngineTol);
+            CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kEngineTol);
             // without the weights: the tiled path, the same output
-            CHECK(mha::max_abs_diff(m.forward_no_weights(q, kv, v, mp, fill), ref.output) < kTol);
+            CHECK(mha::max_abs_diff(m.forward_no_weights(q, kv, v, mp, fill), ref.output) < kEngineTol);
         }
     }
 }
@@ -123,7 +123,7 @@ TEST_CASE("forward_no_weights equals the oracle across its tiles, with GQA, bias
             const mha::Mask* mp = masked ? &causal : nullptr;
             const auto ref = mha::reference_forward(m, q, kv, kv, mp, mha::kNegInf, &bias);
             const mha::Tensor3 got = m.forward_no_weights(q, kv, kv, mp, mha::kNegInf, &bias);
-            CHECK(mha::max_abs_diff(got, ref.output) < kTol);
+            CHECK(mha::max_abs_diff(got, ref.output) < kEngineTol);
         }
     }
     // A NaN in a key spoils the rows that see it, as in forward()
@@ -169,7 +169,7 @@ TEST_CASE("mha::causal gives what the causal mask tensor gives, bit for bit, wit
         const mha::Tensor3 tiled = m.forward_no_weights(q, kv, kv, mha::causal);
         CHECK(mha::max_abs_diff(tiled, m.forward_no_weights(q, kv, kv, &tril)) == 0.0);
         const auto ref = mha::reference_forward(m, q, kv, kv, &tril);
-        CHECK(mha::max_abs_diff(tiled, ref.output) < kTol);
+        CHECK(mha::max_abs_diff(tiled, ref.output) < kEngineTol);
     }
     // and it is causal: the future cannot change the past
     mha::Rng rng(990);
@@ -193,8 +193,8 @@ TEST_CASE("forward with an additive score bias equals the oracle" *
     const mha::Mask causal = mha::causal_mask(4, 6);
     const auto fast = m.forward(q, kv, kv, &causal, mha::kNegInf, &bias);
     const auto ref = mha::reference_forward(m, q, kv, kv, &causal, mha::kNegInf, &bias);
-    CHECK(mha::max_abs_diff(fast.output, ref.output) < kTol);
-    CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kTol);
+    CHECK(mha::max_abs_diff(fast.output, ref.output) < kEngineTol);
+    CHECK(mha::max_abs_diff(fast.weights, ref.weights) < kEngineTol);
     // and the bias matters: without it the weights differ
     CHECK(mha::max_abs_diff(m.forward(q, kv, kv, &causal).weights, fast.weights) > 1e-3);
     const mha::Tensor4 wrong({2, 2, 4, 6});
