@@ -10,6 +10,10 @@
 #                  (ESC [H ESC [2J), and never when stdout is not a terminal.
 # MODE claims_last LESSON prints its OK lines only after the section WHERE.
 # MODE same_files  the FILES in DIR hold the same bytes.
+# MODE timing_verdicts  every row of LESSON's (15_cost) timing table calls a
+#                  way faster only when its middle runs lie apart from the
+#                  other's, the ratio is that of the medians, and the closing
+#                  count matches the rows. ARGS: the lesson's flags.
 cmake_minimum_required(VERSION 3.25)
 
 function(run_lesson out)
@@ -155,6 +159,60 @@ elseif(MODE STREQUAL "same_across_threads")  # ARGS give the same stdout with 1,
   string(FIND "${first}" "accuracy on 1000 fresh sequences" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "no training ran:\n${first}")
+  endif()
+
+elseif(MODE STREQUAL "timing_verdicts")
+  separate_arguments(args UNIX_COMMAND "${ARGS}")
+  run_lesson(o ${LESSON} ${args})
+  set(num "([0-9.]+)")
+  set(spread "${num} \\(${num}-${num}\\) +")
+  string(REGEX MATCHALL "\n +[0-9]+ +[0-9]+  ${spread}${spread}[^\n]*" rows "${o}")
+  set(counts 0 0 0)  # view faster, copy faster, within noise
+  set(n 0)
+  foreach(row IN LISTS rows)
+    if(NOT row MATCHES "  ${spread}${spread}([0-9.]+)x (view faster|copy faster|within noise)$")
+      message(FATAL_ERROR "a timed row without a ratio and verdict:${row}")
+    endif()
+    set(vm ${CMAKE_MATCH_1})
+    set(vlo ${CMAKE_MATCH_2})
+    set(vhi ${CMAKE_MATCH_3})
+    set(cm ${CMAKE_MATCH_4})
+    set(clo ${CMAKE_MATCH_5})
+    set(chi ${CMAKE_MATCH_6})
+    set(ratio ${CMAKE_MATCH_7})
+    set(said "${CMAKE_MATCH_8}")
+    if(vhi LESS clo)
+      set(want "view faster")
+    elseif(chi LESS vlo)
+      set(want "copy faster")
+    else()
+      set(want "within noise")
+    endif()
+    if(NOT said STREQUAL want)
+      message(FATAL_ERROR "the row says '${said}', its runs give '${want}':${row}")
+    endif()
+    # ratio x median(view) = median(copy), in hundredths (CMake's math is integer),
+    # within what rounding each of the three to 0.01 can give.
+    foreach(x vm cm ratio)
+      string(REPLACE "." "" ${x} "${${x}}")
+      string(REGEX REPLACE "^0+([0-9])" "\\1" ${x} "${${x}}")
+    endforeach()
+    math(EXPR off "${ratio} * ${vm} - ${cm} * 100")
+    math(EXPR allowed "(${vm} + ${ratio}) / 2 + 60")
+    if(off GREATER allowed OR off LESS -${allowed})
+      message(FATAL_ERROR "the ratio is not the medians' (off by ${off}e-4):${row}")
+    endif()
+    math(EXPR n "${n} + 1")
+  endforeach()
+  string(REGEX MATCHALL "view faster" v "${rows}")
+  string(REGEX MATCHALL "copy faster" c "${rows}")
+  list(LENGTH v nv)
+  list(LENGTH c nc)
+  math(EXPR nn "${n} - ${nv} - ${nc}")
+  string(REGEX REPLACE "[ \n]+" " " prose "${o}")
+  set(count "Of the ${n} sizes timed, the view was faster at ${nv}, the copy at ${nc}; at ${nn} ")
+  if(n EQUAL 0 OR NOT prose MATCHES "${count}")
+    message(FATAL_ERROR "no timed rows, or not '${count}' after them:\n${o}")
   endif()
 
 else()
