@@ -14,6 +14,10 @@
 #                  way faster only when its middle runs lie apart from the
 #                  other's, the ratio is that of the medians, and the closing
 #                  count matches the rows. ARGS: the lesson's flags.
+# MODE decode_flops  LESSON's (16_kv_cache) cost table at ARGS, d_model E:
+#                  a cached step 8 E^2 + 4 T E, recomputing the causal forward
+#                  8 T E^2 + 2 T (T + 1) E (only the scores a query may see),
+#                  for T = 1 ... 2048, and said to be at B = 1.
 cmake_minimum_required(VERSION 3.25)
 
 function(run_lesson out)
@@ -214,6 +218,35 @@ elseif(MODE STREQUAL "timing_verdicts")
   if(n EQUAL 0 OR NOT prose MATCHES "${count}")
     message(FATAL_ERROR "no timed rows, or not '${count}' after them:\n${o}")
   endif()
+
+elseif(MODE STREQUAL "decode_flops")
+  separate_arguments(args UNIX_COMMAND "${ARGS}")
+  run_lesson(o ${LESSON} ${args})
+  if(NOT o MATCHES "d_model E = ([0-9]+)")
+    message(FATAL_ERROR "no 'd_model E = ' in:\n${o}")
+  endif()
+  set(E ${CMAKE_MATCH_1})
+  if(NOT o MATCHES "== [^\n]*at B = 1[^\n]*==")
+    message(FATAL_ERROR "the cost table's section does not say B = 1:\n${o}")
+  endif()
+  foreach(T 1 2 4 8 16 32 64 128 256 512 1024 2048)
+    if(NOT o MATCHES "\n +${T} +([0-9.e+]+) +([0-9.e+]+) ")
+      message(FATAL_ERROR "no cost row for T = ${T}:\n${o}")
+    endif()
+    set(printed ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+    math(EXPR with "8 * ${E} * ${E} + 4 * ${T} * ${E}")
+    math(EXPR without "8 * ${T} * ${E} * ${E} + 2 * ${T} * (${T} + 1) * ${E}")
+    foreach(pair "0;${with}" "1;${without}")
+      list(GET pair 0 i)
+      list(GET pair 1 want)
+      list(GET printed ${i} got)
+      math(EXPR lo "${want} - ${want} / 200")  # printed to 3 digits: within 0.5%
+      math(EXPR hi "${want} + ${want} / 200")
+      if(got LESS lo OR got GREATER hi)
+        message(FATAL_ERROR "T = ${T}: printed ${got} FLOPs, the count gives ${want}")
+      endif()
+    endforeach()
+  endforeach()
 
 else()
   message(FATAL_ERROR "lesson_checks.cmake: unknown MODE '${MODE}'")
