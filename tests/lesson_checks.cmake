@@ -18,6 +18,11 @@
 #                  a cached step 8 E^2 + 4 T E, recomputing the causal forward
 #                  8 T E^2 + 2 T (T + 1) E (only the scores a query may see),
 #                  for T = 1 ... 2048, and said to be at B = 1.
+# MODE first_frames  LESSON (19_heads_learn) draws the heads at the step S where
+#                  a head's weight on the anti-diagonal first passes P, for
+#                  P = 0.25, 0.50, 0.90: training is deterministic, so with
+#                  --steps S it draws that frame and with --steps S-1 it says
+#                  no head passed P (its closing checks may fail so early).
 cmake_minimum_required(VERSION 3.25)
 
 function(run_lesson out)
@@ -246,6 +251,32 @@ elseif(MODE STREQUAL "decode_flops")
         message(FATAL_ERROR "T = ${T}: printed ${got} FLOPs, the count gives ${want}")
       endif()
     endforeach()
+  endforeach()
+
+elseif(MODE STREQUAL "first_frames")
+  run_lesson(o ${LESSON})
+  set(last 0)
+  foreach(p 0.25 0.50 0.90)
+    if(NOT o MATCHES "\nstep ([0-9]+), a head past ${p}: ")
+      message(FATAL_ERROR "no frame for a head past ${p}:\n${o}")
+    endif()
+    set(s ${CMAKE_MATCH_1})
+    if(s LESS last)
+      message(FATAL_ERROR "the frame past ${p} (step ${s}) comes before the last (${last})")
+    endif()
+    set(last ${s})
+    # Stopped that early its closing checks may fail (exit 1): only what it drew counts.
+    execute_process(COMMAND ${LESSON} --steps ${s} OUTPUT_VARIABLE at)
+    if(NOT at MATCHES "\nstep ${s}, a head past ${p}: ")
+      message(FATAL_ERROR "with --steps ${s} no frame past ${p} at step ${s}:\n${at}")
+    endif()
+    math(EXPR before "${s} - 1")
+    if(before GREATER_EQUAL 4)  # --steps takes 4 and more
+      execute_process(COMMAND ${LESSON} --steps ${before} OUTPUT_VARIABLE early)
+      if(NOT early MATCHES "No head passed ${p} in ${before} steps")
+        message(FATAL_ERROR "a head passed ${p} before step ${s}:\n${early}")
+      endif()
+    endif()
   endforeach()
 
 else()
