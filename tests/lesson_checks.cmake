@@ -23,6 +23,9 @@
 #                  P = 0.25, 0.50, 0.90: training is deterministic, so with
 #                  --steps S it draws that frame and with --steps S-1 it says
 #                  no head passed P (its closing checks may fail so early).
+# MODE sooner      LESSON (19_heads_learn) with FIRST's flags passes 90% accuracy
+#                  at an earlier step than with SECOND's: what lesson 19's
+#                  exercises say of --lr 0.01 and of --heads 1.
 cmake_minimum_required(VERSION 3.25)
 
 function(run_lesson out)
@@ -278,6 +281,23 @@ elseif(MODE STREQUAL "first_frames")
       endif()
     endif()
   endforeach()
+
+elseif(MODE STREQUAL "sooner")
+  set(at)
+  foreach(flags "${FIRST}" "${SECOND}")
+    separate_arguments(args UNIX_COMMAND "${flags}")
+    execute_process(COMMAND ${LESSON} ${args} OUTPUT_VARIABLE o)  # its checks may fail
+    string(REGEX REPLACE "[ \n]+" " " o "${o}")
+    if(NOT o MATCHES "Accuracy first passed 90% at step ([0-9]+),")
+      message(FATAL_ERROR "with '${flags}' accuracy never passed 90%:\n${o}")
+    endif()
+    list(APPEND at ${CMAKE_MATCH_1})
+  endforeach()
+  list(GET at 0 first)
+  list(GET at 1 second)
+  if(NOT first LESS second)
+    message(FATAL_ERROR "'${FIRST}' passed 90% at step ${first}, not before '${SECOND}' (${second})")
+  endif()
 
 else()
   message(FATAL_ERROR "lesson_checks.cmake: unknown MODE '${MODE}'")
