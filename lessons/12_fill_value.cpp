@@ -3,7 +3,8 @@
 // Shows: -inf, -1e10 and -1e9 give the same weights wherever a query has at
 // least one key; they part ways on a fully masked row, where the textbook
 // softmax gives NaN for -inf and uniform weights for the finite fills. The
-// core's policy for that row, and why.
+// core's policy for that row, and why. And in float16: what a cast makes of
+// -1e10 and -1e9, and that PyTorch's masked_fill refuses them there.
 // Mirrors: the handwritten-course article's `masked_fill(mask == 0,
 // float("-inf"))` and the four-linear-layers article's
 // `masked_fill(mask == 0, -1e10)`.
