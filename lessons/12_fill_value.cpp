@@ -3,7 +3,8 @@
 // Shows: -inf, -1e10 and -1e9 give the same weights wherever a query has at
 // least one key; they part ways on a fully masked row, where the textbook
 // softmax gives NaN for -inf and uniform weights for the finite fills. The
-// core's policy for that row, and why.
+// core's policy for that row, and why. And in float16: what a cast makes of
+// -1e10 and -1e9, and that PyTorch's masked_fill refuses them there.
 // Mirrors: the handwritten-course article's `masked_fill(mask == 0,
 // float("-inf"))` and the four-linear-layers article's
 // `masked_fill(mask == 0, -1e10)`.
@@ -32,6 +33,15 @@ mha::Tensor4 textbook_softmax(const mha::Tensor4& s) {
     const mha::Tensor4 e = xt::exp(s - row_max);
     const mha::Tensor4 sum = xt::sum(e, {3}, xt::keep_dims);
     return e / sum;
+}
+
+// x rounded to float16 (11 significant bits, largest number 65504), for numbers
+// of normal size: what PyTorch's cast torch.tensor(x).half() gives.
+float to_half(float x) {
+    int e;
+    const float m = std::frexp(x, &e);  // x = m 2^e, 0.5 <= |m| < 1
+    const float h = std::ldexp(std::nearbyint(std::ldexp(m, 11)), e - 11);
+    return std::fabs(h) > 65504.0f ? std::copysign(INFINITY, x) : h;
 }
 
 }  // namespace
@@ -63,9 +73,15 @@ int main(int argc, char** argv) {
         std::printf("causal mask: max |w(-inf) - w(-1e10)| = %.3g, "
                     "max |w(-inf) - w(-1e9)| = %.3g\n", d10, d9);
         L.say("exp(-1e9 - max) is 0 in float just as exp(-inf) is, so the three "
-              "fills agree exactly. (In half precision, whose largest number is "
-              "65504, -1e10 and -1e9 become -inf; that is why fp16 code fills "
-              "-1e4.)");
+              "fills agree exactly.");
+        L.code("torch.tensor(-1e10).half()  # a cast: tensor(-inf, dtype=torch.float16)",
+               "to_half(-1e10f)");
+        std::printf("as float16: -1e10 -> %g, -1e9 -> %g, -1e4 -> %g\n", to_half(-1e10f),
+                    to_half(-1e9f), to_half(-1e4f));
+        L.say("A cast rounds -1e10 and -1e9 to -inf, but PyTorch 1.13 does not cast a fill: "
+              "on a float16 tensor, masked_fill(mask == 0, -1e10) raises 'value cannot be "
+              "converted to type at::Half without overflow', and so does -1e9. fp16 code "
+              "fills -inf, -1e4 or torch.finfo(torch.float16).min = -65504.");
         rc |= L.claim("the three fills agree on causal rows", d10 == 0.0 && d9 == 0.0);
 
         L.section("2. A row with every key masked");

@@ -6,9 +6,8 @@
 // product per cached key, where recomputing costs the whole prefix again.
 // The first decode step is written out with xtensor; every step is checked
 // against the full causal forward() at that position.
-// Mirrors: the articles' causal forward, `output = attention(X, X, X)`, one
-// position at a time; a static cache as PyTorch code writes it,
-// `k_cache[:, :, t] = k`.
+// Mirrors: the articles' causal forward, `output = attention(X, X, X)`, one position
+// at a time; a cache as PyTorch code keeps it, `k_cache[:, :, t] = k` or `torch.cat`.
 //
 // B = batch, T = positions, L = cached, E = d_model, H = heads, D = E / H.
 #include <algorithm>
@@ -94,19 +93,22 @@ int main(int argc, char** argv) {
             std::printf("  position %4zu: cache K [%zu, %zu, %zu, %zu], max |diff| against "
                         "forward() %.1e\n", t, B, H, cache.length, E / H, d);
         }
-        L.code("y = model.decode(x[:, t:t+1], cache)", "m.decode(in, cache)");
+        L.say("m.decode() is section 2's step in one call, written into the cache at its "
+              "length. PyTorch code often grows the cache instead, a new tensor every step:");
+        L.code("k_cache = torch.cat([k_cache, k], dim=2)  # v_cache alike; then as in 2.",
+               "m.decode(in, cache)");
 
-        L.section("4. What a step costs, with and without the cache");
-        // Per new token at cache length n: with the cache, 4 projections of
-        // one row (8 E^2) and 2 products over n keys (4 n E); recomputing the
-        // prefix, the whole causal forward of n positions.
+        L.section("4. What a step costs at B = 1, with and without the cache");
+        // Per new token at cache length n: with the cache, 4 projections of one row
+        // (8 E^2) and 2 products over n keys (4 n E); recomputing, the causal forward of
+        // n positions, counting only the n (n + 1) / 2 scores a query may see (lesson 15).
         std::printf("%6s %14s %14s %12s %12s\n", "T", "cache FLOPs", "recompute", "cache s",
                     "recompute s");
         const mha::MultiHeadAttention one(E, H, mha::Init::xavier(L.opt.seed));
         mha::Rng r(1);
-        double measured = 0;
+        double measured = 0, counted = 0;
         for (std::size_t n = 1; n <= 2048; n *= 2) {
-            const mha::Tensor3 seq = mha::randn(1, n, E, r);
+            const mha::Tensor3 seq = mha::randn(1, n, E, r);  // [1, n, E]: one sequence
             const mha::Mask c = mha::causal_mask(n, n);
             mha::KVCache kv = mha::make_cache(one, 1, n);
             if (n > 1) one.prefill(xt::view(seq, xt::all(), xt::range(0, n - 1)), kv);
@@ -117,16 +119,16 @@ int main(int argc, char** argv) {
             });
             const double without = lesson::median_seconds([&] { one.forward(seq, seq, seq, &c); });
             const double f_with = 8.0 * E * E + 4.0 * n * E;
-            const double f_without = 8.0 * n * E * E + 4.0 * n * n * E;
+            const double f_without = 8.0 * n * E * E + 2.0 * n * (n + 1) * E;
             std::printf("%6zu %14.3g %14.3g %12.6f %12.6f%s\n", n, f_with, f_without, with,
                         without, std::min(with, without) < 2e-5 ? "  (microseconds)" : "");
-            if (n == 2048) measured = without / with;
+            if (n == 2048) measured = without / with, counted = f_without / f_with;
         }
-        L.say("With the cache a step grows as T E + E^2, recomputing as T E^2 + T^2 E, "
-              "exactly T times as much: T (8 E^2 + 4 T E) against 8 E^2 + 4 T E. Measured "
-              "at T = 2048, recomputing took " + fixed(measured, 0) + " times as long: a cached "
-              "step is so small that what every call costs anyway (four layers on one row, "
-              "starting the work on each core) is much of it.");
+        L.say("With the cache a step costs 8 E^2 + 4 T E; recomputing, T (8 E^2 + 2 (T + 1) E): "
+              "between T/2 and T times as much, " + fixed(counted, 0) + " times at T = 2048. "
+              "Measured there, recomputing took " + fixed(measured, 0) + " times as long: a "
+              "cached step is so small that what every call costs anyway (four layers on one "
+              "row, starting the work on each core) is much of it.");
 
         L.section("5. What the cache holds in memory");
         const double mine_bytes = double(cache.bytes());

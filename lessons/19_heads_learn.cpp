@@ -68,8 +68,6 @@ int main(int argc, char** argv) {
         L.say("At step 1, m_hat / sqrt(v_hat) = g / |g|: every weight moves by lr, "
               "whatever the size of its gradient.");
 
-        // Each head's weight on the anti-diagonal in the last forward: " 0.97 0.23".
-        auto on_pattern = [&] { return fixed_list(mha::anti_diagonal_weights(t.attn.weights), 2); };
         // One step: a fresh batch, forward, loss, backward, update.
         auto train_step = [&](mha::SequenceModel& model, mha::Adam& opt, mha::Rng& rng) {
             d = mha::reverse_batch(B, T, V, rng);
@@ -80,35 +78,52 @@ int main(int argc, char** argv) {
         };
         L.section("3. Training: loss, accuracy, weight on the anti-diagonal per head");
         std::vector<double> losses{ce.loss};
-        mha::Tensor4 midway;
+        // The frames drawn: when a head first puts more than 0.25, 0.5, 0.9 of its weight
+        // on the anti-diagonal (1/T would be chance).
+        const std::vector<double> marks{0.25, 0.5, 0.9};
+        std::vector<std::pair<int, mha::Tensor4>> frames;  // (step, weights [B, H, T, T])
         std::string solved;  // when accuracy first passed 90%
         for (int step = 2; step <= steps; ++step) {
             train_step(m, adam, data);
             losses.push_back(ce.loss);
-            if (step == steps / 2) midway = t.attn.weights;
+            const std::vector<double> on = mha::anti_diagonal_weights(t.attn.weights);  // per head
+            while (frames.size() < marks.size() &&
+                   *std::max_element(on.begin(), on.end()) > marks[frames.size()])
+                frames.emplace_back(step, t.attn.weights);
             if (solved.empty() && ce.correct > 0.9 * B * T)
                 solved = "Accuracy first passed 90% at step " + std::to_string(step) +
-                         ", the heads' weight on the pattern then:" + on_pattern() + ".";
-            if (step % std::max(1, steps / 12) != 0 && step != steps) continue;
-            std::printf("step %5d  loss %.4f  accuracy %5.1f%%  on pattern:%s\n", step,
-                        ce.loss, 100.0 * ce.correct / double(B * T), on_pattern().c_str());
+                         ", the heads' weight on the pattern then:" + fixed_list(on, 2) + ".";
+            if (step % std::max(1, steps / 12) == 0 || step == steps)
+                std::printf("step %5d  loss %.4f  accuracy %5.1f%%  on pattern:%s\n", step, ce.loss,
+                            100.0 * ce.correct / double(B * T), fixed_list(on, 2).c_str());
         }
         std::printf("loss %s\n", lesson::sparkline(losses).c_str());
         if (!solved.empty()) L.say(solved);
-        L.dump("weights.midway", midway), L.dump("weights.end", t.attn.weights);
-        L.explore("the heads learning to reverse", "training",
-                  {{"before training", &before}, {"step " + std::to_string(steps / 2), &midway},
-                   {"step " + std::to_string(steps), &t.attn.weights}});
+        std::vector<std::pair<std::string, const mha::Tensor4*>> shown{{"before training", &before}};
+        for (auto& [step, w] : frames) shown.push_back({"step " + std::to_string(step), &w});
+        shown.push_back({"step " + std::to_string(steps), &t.attn.weights});
+        L.explore("the heads learning to reverse", "training", shown);
+        L.dump("weights.end", t.attn.weights);
 
         L.section("4. The heads' weights as they form (mean over a batch)");
         L.heads("before training", "19_weights_before", before);
-        L.heads("midway (step " + std::to_string(steps / 2) + ")", "19_weights_midway", midway);
-        L.section("5. The heads' weights at the end");
+        for (std::size_t i = 0; i < marks.size(); ++i) {
+            const std::string past = fixed(marks[i], 2), file = "past_" + past.substr(2);
+            if (i == 1) L.section("5. The heads' weights as they form, continued");
+            if (i >= frames.size()) {
+                L.say("(No head passed " + past + " in " + std::to_string(steps) + " steps.)");
+                continue;
+            }
+            L.heads("step " + std::to_string(frames[i].first) + ", a head past " + past,
+                    "19_weights_" + file, frames[i].second);
+            L.dump("weights." + file, frames[i].second);
+        }
+        L.section("6. The heads' weights at the end");
         L.heads("step " + std::to_string(steps), "19_weights_end", t.attn.weights);
-        L.say("Row i is query i: in the head that learned the task its weight sits on key T-1-i, "
-              "where the answer is (section 7 measures it).");
+        L.say("Row i is query i: the head that learned the task weighs key T-1-i, where the "
+              "answer is (section 8 measures it).");
 
-        L.section("6. The same training from zero init");
+        L.section("7. The same training from zero init");
         mha::SequenceModel z(V, T, E, H, mha::Init::zero(L.opt.seed));
         for (mha::Linear* l : {&z.attn.wq, &z.attn.wk, &z.attn.wv, &z.attn.w_o}) l->bias.fill(0);
         mha::Adam adam_z(lr);
@@ -132,7 +147,7 @@ int main(int argc, char** argv) {
         rc |= L.claim("zero init: the loss ends within 5% of ln V",
                       std::fabs(zero_losses.back() / guess - 1) < 0.05);
 
-        L.section("7. Fresh sequences");
+        L.section("8. Fresh sequences");
         mha::Rng fresh(L.opt.seed + 1000);
         d = mha::reverse_batch(1000, T, V, fresh);
         t = mha::forward(m, x);

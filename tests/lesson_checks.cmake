@@ -10,6 +10,22 @@
 #                  (ESC [H ESC [2J), and never when stdout is not a terminal.
 # MODE claims_last LESSON prints its OK lines only after the section WHERE.
 # MODE same_files  the FILES in DIR hold the same bytes.
+# MODE timing_verdicts  every row of LESSON's (15_cost) timing table calls a
+#                  way faster only when its middle runs lie apart from the
+#                  other's, the ratio is that of the medians, and the closing
+#                  count matches the rows. ARGS: the lesson's flags.
+# MODE decode_flops  LESSON's (16_kv_cache) cost table at ARGS, d_model E:
+#                  a cached step 8 E^2 + 4 T E, recomputing the causal forward
+#                  8 T E^2 + 2 T (T + 1) E (only the scores a query may see),
+#                  for T = 1 ... 2048, and said to be at B = 1.
+# MODE first_frames  LESSON (19_heads_learn) draws the heads at the step S where
+#                  a head's weight on the anti-diagonal first passes P, for
+#                  P = 0.25, 0.50, 0.90: training is deterministic, so with
+#                  --steps S it draws that frame and with --steps S-1 it says
+#                  no head passed P (its closing checks may fail so early).
+# MODE sooner      LESSON (19_heads_learn) with FIRST's flags passes 90% accuracy
+#                  at an earlier step than with SECOND's: what lesson 19's
+#                  exercises say of --lr 0.01 and of --heads 1.
 cmake_minimum_required(VERSION 3.25)
 
 function(run_lesson out)
@@ -166,6 +182,132 @@ elseif(MODE STREQUAL "same_across_threads")  # ARGS give the same stdout with 1,
   string(FIND "${first}" "accuracy on 1000 fresh sequences" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "no training ran:\n${first}")
+  endif()
+
+elseif(MODE STREQUAL "timing_verdicts")
+  separate_arguments(args UNIX_COMMAND "${ARGS}")
+  run_lesson(o ${LESSON} ${args})
+  set(num "([0-9.]+)")
+  set(spread "${num} \\(${num}-${num}\\) +")
+  string(REGEX MATCHALL "\n +[0-9]+ +[0-9]+  ${spread}${spread}[^\n]*" rows "${o}")
+  set(counts 0 0 0)  # view faster, copy faster, within noise
+  set(n 0)
+  foreach(row IN LISTS rows)
+    if(NOT row MATCHES "  ${spread}${spread}([0-9.]+)x (view faster|copy faster|within noise)$")
+      message(FATAL_ERROR "a timed row without a ratio and verdict:${row}")
+    endif()
+    set(vm ${CMAKE_MATCH_1})
+    set(vlo ${CMAKE_MATCH_2})
+    set(vhi ${CMAKE_MATCH_3})
+    set(cm ${CMAKE_MATCH_4})
+    set(clo ${CMAKE_MATCH_5})
+    set(chi ${CMAKE_MATCH_6})
+    set(ratio ${CMAKE_MATCH_7})
+    set(said "${CMAKE_MATCH_8}")
+    if(vhi LESS clo)
+      set(want "view faster")
+    elseif(chi LESS vlo)
+      set(want "copy faster")
+    else()
+      set(want "within noise")
+    endif()
+    if(NOT said STREQUAL want)
+      message(FATAL_ERROR "the row says '${said}', its runs give '${want}':${row}")
+    endif()
+    # ratio x median(view) = median(copy), in hundredths (CMake's math is integer),
+    # within what rounding each of the three to 0.01 can give.
+    foreach(x vm cm ratio)
+      string(REPLACE "." "" ${x} "${${x}}")
+      string(REGEX REPLACE "^0+([0-9])" "\\1" ${x} "${${x}}")
+    endforeach()
+    math(EXPR off "${ratio} * ${vm} - ${cm} * 100")
+    math(EXPR allowed "(${vm} + ${ratio}) / 2 + 60")
+    if(off GREATER allowed OR off LESS -${allowed})
+      message(FATAL_ERROR "the ratio is not the medians' (off by ${off}e-4):${row}")
+    endif()
+    math(EXPR n "${n} + 1")
+  endforeach()
+  string(REGEX MATCHALL "view faster" v "${rows}")
+  string(REGEX MATCHALL "copy faster" c "${rows}")
+  list(LENGTH v nv)
+  list(LENGTH c nc)
+  math(EXPR nn "${n} - ${nv} - ${nc}")
+  string(REGEX REPLACE "[ \n]+" " " prose "${o}")
+  set(count "Of the ${n} sizes timed, the view was faster at ${nv}, the copy at ${nc}; at ${nn} ")
+  if(n EQUAL 0 OR NOT prose MATCHES "${count}")
+    message(FATAL_ERROR "no timed rows, or not '${count}' after them:\n${o}")
+  endif()
+
+elseif(MODE STREQUAL "decode_flops")
+  separate_arguments(args UNIX_COMMAND "${ARGS}")
+  run_lesson(o ${LESSON} ${args})
+  if(NOT o MATCHES "d_model E = ([0-9]+)")
+    message(FATAL_ERROR "no 'd_model E = ' in:\n${o}")
+  endif()
+  set(E ${CMAKE_MATCH_1})
+  if(NOT o MATCHES "== [^\n]*at B = 1[^\n]*==")
+    message(FATAL_ERROR "the cost table's section does not say B = 1:\n${o}")
+  endif()
+  foreach(T 1 2 4 8 16 32 64 128 256 512 1024 2048)
+    if(NOT o MATCHES "\n +${T} +([0-9.e+]+) +([0-9.e+]+) ")
+      message(FATAL_ERROR "no cost row for T = ${T}:\n${o}")
+    endif()
+    set(printed ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+    math(EXPR with "8 * ${E} * ${E} + 4 * ${T} * ${E}")
+    math(EXPR without "8 * ${T} * ${E} * ${E} + 2 * ${T} * (${T} + 1) * ${E}")
+    foreach(pair "0;${with}" "1;${without}")
+      list(GET pair 0 i)
+      list(GET pair 1 want)
+      list(GET printed ${i} got)
+      math(EXPR lo "${want} - ${want} / 200")  # printed to 3 digits: within 0.5%
+      math(EXPR hi "${want} + ${want} / 200")
+      if(got LESS lo OR got GREATER hi)
+        message(FATAL_ERROR "T = ${T}: printed ${got} FLOPs, the count gives ${want}")
+      endif()
+    endforeach()
+  endforeach()
+
+elseif(MODE STREQUAL "first_frames")
+  run_lesson(o ${LESSON})
+  set(last 0)
+  foreach(p 0.25 0.50 0.90)
+    if(NOT o MATCHES "\nstep ([0-9]+), a head past ${p}: ")
+      message(FATAL_ERROR "no frame for a head past ${p}:\n${o}")
+    endif()
+    set(s ${CMAKE_MATCH_1})
+    if(s LESS last)
+      message(FATAL_ERROR "the frame past ${p} (step ${s}) comes before the last (${last})")
+    endif()
+    set(last ${s})
+    # Stopped that early its closing checks may fail (exit 1): only what it drew counts.
+    execute_process(COMMAND ${LESSON} --steps ${s} OUTPUT_VARIABLE at)
+    if(NOT at MATCHES "\nstep ${s}, a head past ${p}: ")
+      message(FATAL_ERROR "with --steps ${s} no frame past ${p} at step ${s}:\n${at}")
+    endif()
+    math(EXPR before "${s} - 1")
+    if(before GREATER_EQUAL 4)  # --steps takes 4 and more
+      execute_process(COMMAND ${LESSON} --steps ${before} OUTPUT_VARIABLE early)
+      if(NOT early MATCHES "No head passed ${p} in ${before} steps")
+        message(FATAL_ERROR "a head passed ${p} before step ${s}:\n${early}")
+      endif()
+    endif()
+  endforeach()
+
+elseif(MODE STREQUAL "sooner")
+  set(at)
+  foreach(flags "${FIRST}" "${SECOND}")
+    separate_arguments(args UNIX_COMMAND "${flags}")
+    execute_process(COMMAND ${LESSON} ${args} OUTPUT_VARIABLE o)  # its checks may fail
+    string(REGEX REPLACE "[ \n]+" " " o "${o}")
+    if(NOT o MATCHES "Accuracy first passed 90% at step ([0-9]+),")
+      message(FATAL_ERROR "with '${flags}' accuracy never passed 90%:\n${o}")
+    endif()
+    list(APPEND at ${CMAKE_MATCH_1})
+  endforeach()
+  list(GET at 0 first)
+  list(GET at 1 second)
+  if(NOT first LESS second)
+    message(FATAL_ERROR "'${FIRST}' passed 90% at step ${first}, not before '${SECOND}' (${second})")
   endif()
 
 else()

@@ -112,8 +112,8 @@ try:
     sets.select_by_index(2)  # lesson 19: training frames
     frame = browser.find_element(By.ID, "frame")
     check("lesson 19's data shows the frame slider", frame.is_displayed())
-    browser.execute_script("arguments[0].value = 2; arguments[0].dispatchEvent(new Event('input'))",
-                           frame)
+    browser.execute_script("arguments[0].value = arguments[0].max; "  # the last frame
+                           "arguments[0].dispatchEvent(new Event('input'))", frame)
     end = np.load(work / "dump" / "19_heads_learn" / "weights.end.npy").mean(axis=0)
     text = hover(0, 0, 3)
     check(f"the last frame, head 0 (0, 3): '{text}' shows {end[0, 0, 3]:.4f}",
