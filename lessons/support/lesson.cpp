@@ -203,31 +203,47 @@ std::string fmt(float x, bool flag) {
     return buf;
 }
 
-// At --tiny, the numbers: one [rows, cols] matrix per leading index.
+// At --tiny, the numbers: one [rows, cols] matrix per leading index, side
+// by side as many as fit in kWidth (the heads of a [B, H, T, D] in a row),
+// so that a section shows more tensors on one screen.
 void print_numbers(const Values& v) {
     const std::size_t rank = v.shape.size();
     const std::size_t cols = rank >= 1 ? v.shape[rank - 1] : 1;
     const std::size_t rows = rank >= 2 ? v.shape[rank - 2] : 1;
     const std::size_t blocks = v.data.size() / (rows * cols);
-    for (std::size_t blk = 0; blk < blocks; ++blk) {
+    const std::size_t cell = v.flags ? 2 : 7, gap = 5;
+    // A block is as wide as its numbers, or as its label "[0, 1, :, :]" less
+    // the two columns the label starts to the left of them.
+    const std::size_t width = std::max(cols * (cell + 1) - 1, 3 * rank + 1);
+    const std::size_t across =
+        rank > 2 ? std::max<std::size_t>(1, (kWidth - 6 + gap) / (width + gap)) : 1;
+    for (std::size_t first = 0; first < blocks; first += across) {
+        const std::size_t last = std::min(blocks, first + across);
         if (rank > 2) {
-            std::vector<std::size_t> idx(rank - 2);
-            std::size_t r = blk;
-            for (std::size_t d = rank - 2; d-- > 0;) {
-                idx[d] = r % v.shape[d];
-                r /= v.shape[d];
+            std::string labels;
+            for (std::size_t blk = first; blk < last; ++blk) {
+                std::string label = "[";
+                for (std::size_t d = 0, r = blk, n = 1; d + 2 < rank; ++d) {
+                    n = 1;  // the index of axis d: blk in mixed radix
+                    for (std::size_t e = d + 1; e + 2 < rank; ++e) n *= v.shape[e];
+                    label += std::to_string(r / n) + ", ";
+                    r %= n;
+                }
+                label += ":, :]";
+                const std::size_t at = 4 + (blk - first) * (width + gap);
+                labels += std::string(at > labels.size() ? at - labels.size() : 1, ' ') + label;
             }
-            std::string label = "    [";
-            for (std::size_t i : idx) label += std::to_string(i) + ", ";
-            std::printf("%s:, :]\n", label.c_str());
+            std::printf("%s\n", labels.c_str());
         }
         for (std::size_t i = 0; i < rows; ++i) {
             std::string line = "      ";
-            for (std::size_t j = 0; j < cols; ++j) {
-                const std::string s = fmt(v.data[(blk * rows + i) * cols + j], v.flags);
-                const std::size_t w = v.flags ? 2 : 7;
-                line += std::string(s.size() < w ? w - s.size() : 0, ' ') + s;
-                if (j + 1 < cols) line += ' ';
+            for (std::size_t blk = first; blk < last; ++blk) {
+                if (blk > first) line.resize(6 + (blk - first) * (width + gap), ' ');
+                for (std::size_t j = 0; j < cols; ++j) {
+                    const std::string s = fmt(v.data[(blk * rows + i) * cols + j], v.flags);
+                    line += std::string(s.size() < cell ? cell - s.size() : 0, ' ') + s;
+                    if (j + 1 < cols) line += ' ';
+                }
             }
             std::printf("%s\n", line.c_str());
         }
