@@ -59,10 +59,6 @@ int main(int argc, char** argv) {
             }
         L.step("x = weights @ v", "x", A, "B, H, Tq, D", "score = self.softmax(score) @ v",
                "xt::view(A, b, h) = xt::linalg::dot(w, v);");
-        if (T == D) {
-            L.say("Here T = D = " + std::to_string(T) + " again: x is [B, H, T, D], "
-                  "the weights [B, H, Tq, Tk]. Run --time 10 to tell them apart.");
-        }
 
         L.section("2. permute back, contiguous, view");
         // Undo lesson 02 in reverse order: time before heads again...

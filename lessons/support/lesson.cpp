@@ -100,7 +100,7 @@ void usage(const Info& info) {
         "usage: %s [--tiny] [--batch B] [--time T] [--d-model E] [--heads H]\n"
         "          [--seed S] [--pause] [--predict] [--svg DIR] [--dump DIR] [--help]\n"
         "         %s\n\n"
-        "  --tiny       batch %zu, time 4, d_model 8, %zu heads; prints the numbers\n"
+        "  --tiny       batch %zu, time 5, d_model 8, %zu heads; prints the numbers\n"
         "  --batch B    batch size (default %zu)\n"
         "  --time T     sequence length (default %zu)\n"
         "  --d-model E  embedding size d_model (default %zu)\n"
@@ -163,7 +163,8 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
     }
     if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");
     if (o.tiny) {
-        o.batch = info.tiny_batch, o.time = 4, o.d_model = 8;
+        // T = 5 against D = 4: a student who swaps time and head_dim is caught.
+        o.batch = info.tiny_batch, o.time = 5, o.d_model = 8;
         o.heads = info.heads_divide ? 2 : 3;
     }
     // About ten [B, T, E] tensors and three [B, H, T, T] live at once.

@@ -22,7 +22,7 @@ namespace lesson {
 struct Options {
     std::size_t batch = 128, time = 64, d_model = 512, heads = 8;
     std::uint64_t seed = 0;
-    bool tiny = false;     // batch 1, time 4, d_model 8, 2 heads; print numbers
+    bool tiny = false;     // batch 1, time 5, d_model 8, 2 heads; print numbers
     bool pause = false;    // wait for Enter between sections
     bool predict = false;  // ask for every shape before showing it
     std::string svg_dir;   // write pictures here
