@@ -9,8 +9,9 @@
 // (default 0), when an output line is wider than W columns (default 90),
 // when a line opens a '[' it does not close (a shape split by wrapping),
 // when a section ("== title ==", from the blank line before it to the next
-// one, plus the row of --pause's prompt) takes more than R rows (default
-// 30, a projector's screen), when a TEXT is not found in the output or a
+// one, plus the row of --pause's prompt and the lines before the first
+// section, the title and sizes that --pause repeats on every screen) takes
+// more than R rows (default 30, a projector's screen), when a TEXT is not found in the output or a
 // --reject TEXT is, when the shape lines that FILE lists for NAME do not
 // appear in the output in that order, when a printed "C++    : " line is
 // not code of the --source file (compared with all whitespace removed,
@@ -165,8 +166,10 @@ int main(int argc, char** argv) {
     for (std::size_t n = 1; n < all.size(); ++n)
         if (all[n].rfind("== ", 0) == 0 && all[n - 1].empty()) starts.push_back(n - 1);
     starts.push_back(all.size());
-    for (std::size_t k = 0; k + 1 < starts.size(); ++k) {
-        const std::size_t rows = starts[k + 1] - starts[k] + 1;  // + the prompt's row
+    const std::size_t head = starts.size() > 2 ? starts[1] : 0;  // the title and sizes
+    for (std::size_t k = starts.size() > 2 ? 1 : 0; k + 1 < starts.size(); ++k) {
+        // + the prompt's row, + the title and sizes on top of the screen
+        const std::size_t rows = starts[k + 1] - starts[k] + 1 + head;
         if (rows > static_cast<std::size_t>(max_rows)) {
             return fail("the section from line " + std::to_string(starts[k] + 1) + " takes " +
                         std::to_string(rows) + " rows (max " + std::to_string(max_rows) +

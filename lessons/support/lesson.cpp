@@ -313,10 +313,22 @@ void Lesson::section(const std::string& title) {
         std::string ignored;
         if (!std::getline(std::cin, ignored)) std::printf("\n");
     }
-    if (opt.pause && isatty(STDOUT_FILENO)) std::printf("\033[H\033[2J");  // a clean screen
+    if (opt.pause && isatty(STDOUT_FILENO)) {
+        std::printf("\033[H\033[2J");  // a clean screen, which keeps what the class is seeing
+        print_header();
+    }
     ++sections_;
     std::printf("\n== %s %s\n", title.c_str(),
                 std::string(std::max(3, kWidth - 4 - columns(title)), '=').c_str());
+}
+
+void Lesson::print_header() const {
+    std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
+    std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
+                "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,
+                static_cast<unsigned long long>(opt.seed));
+    if (!opt.svg_dir.empty() && !info.draws)
+        std::printf("(this lesson draws no picture: --svg writes nothing)\n");
 }
 
 void Lesson::say(const std::string& text) {
@@ -499,8 +511,10 @@ void Lesson::terminal(const std::string& title, const std::vector<std::vector<fl
                       const std::string& row_label, const std::string& col_label,
                       const std::vector<std::vector<bool>>& masked, bool diverging) {
     const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
-    const std::size_t shown = std::min<std::size_t>(rows, 20);
-    const std::size_t shown_cols = std::min<std::size_t>(cols, 20);
+    // 18 rows at most: with a step above it and the title and sizes lines
+    // that --pause repeats, a section still fits a screen of 30.
+    const std::size_t shown = std::min<std::size_t>(rows, 18);
+    const std::size_t shown_cols = std::min<std::size_t>(cols, 18);
     std::printf("%s  (%s down, %s across%s)\n", title.c_str(), row_label.c_str(),
                 col_label.c_str(),
                 shown < rows || shown_cols < cols ? "; first cells only" : "");
@@ -714,12 +728,7 @@ int run(int argc, char** argv, const Info& info,
             return 0;
         }
         Lesson l(o, info);
-        std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
-        std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
-                    "seed %llu\n", o.batch, o.time, o.d_model, o.heads,
-                    static_cast<unsigned long long>(o.seed));
-        if (!o.svg_dir.empty() && !info.draws)
-            std::printf("(this lesson draws no picture: --svg writes nothing)\n");
+        l.print_header();
         const int rc = body(l);
         if (o.predict) std::printf("\n%s\n", l.predictions().c_str());
         return rc;

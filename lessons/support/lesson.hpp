@@ -85,8 +85,10 @@ public:
     const Options opt;
     const Info info;
 
+    /// The lesson's title and sizes lines, that open its output.
+    void print_header() const;
     /// "== 2. Split into heads ==" (with --pause: wait for Enter first, and
-    /// on a terminal start on a clean screen).
+    /// on a terminal start on a clean screen under the title and sizes lines).
     void section(const std::string& title);
     /// A paragraph of prose, wrapped to 88 columns; a shape such as
     /// [128, 8, 64, 64] is never split across lines.
