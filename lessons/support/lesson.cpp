@@ -295,6 +295,127 @@ const char* meaning(const std::string& symbol) {
     return it != words.end() ? it->second : "";
 }
 
+std::string sizes_str(const std::vector<std::size_t>& v, const char* sep = ", ") {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
+    return s;
+}
+
+// "permute(0, 2, 1, 3)", or "transpose(2, 3)" when it swaps the last two axes.
+std::string permute_str(const std::vector<std::size_t>& p) {
+    const std::size_t n = p.size();
+    bool last_two = n >= 2 && p[n - 2] == n - 1 && p[n - 1] == n - 2;
+    for (std::size_t i = 0; last_two && i + 2 < n; ++i) last_two = p[i] == i;
+    if (last_two) return "transpose(" + std::to_string(n - 2) + ", " + std::to_string(n - 1) + ")";
+    return "permute(" + sizes_str(p) + ")";
+}
+
+// Axes of @p want, a run per size of @p got, whose products give got's sizes:
+// the runs that a merge (or, swapped, a split) turns one into the other.
+// Empty when there are none.
+std::vector<std::pair<std::size_t, std::size_t>> runs(const std::vector<std::size_t>& want,
+                                                      const std::vector<std::size_t>& got) {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    std::size_t i = 0;
+    for (std::size_t g : got) {
+        if (i == want.size()) return {};
+        std::size_t first = i, product = want[i++];
+        while (product < g && i < want.size()) product *= want[i++];
+        if (product != g) return {};
+        out.emplace_back(first, i);
+    }
+    if (i != want.size()) return {};
+    return out;
+}
+
+// What a wrong answer @p got to the shape @p want of tensor @p name, axes
+// @p named, got wrong, in a sentence: which axes are swapped and what gives
+// that shape (the step's own @p torch when it is that operation), which size
+// is off and whose size it is, which axes are merged or split, or which are
+// missing. A '\n' parts the sentence where it may wrap (not inside permute()).
+std::string explain(const std::vector<std::size_t>& got, const std::vector<std::size_t>& want,
+                    const std::vector<std::string>& named,
+                    const std::map<std::string, std::size_t>& sizes, const std::string& name,
+                    const std::string& torch) {
+    const std::size_t n = want.size();
+    auto joined = [&](const std::vector<std::size_t>& axes) {
+        std::string s;
+        for (std::size_t k = 0; k < axes.size(); ++k)
+            s += (k == 0 ? "" : k + 1 == axes.size() ? " and " : ", ") + named[axes[k]];
+        return s;
+    };
+    if (got.empty()) return "your answer holds no sizes.";
+    if (got.size() != n) {
+        std::vector<std::size_t> ones, kept;  // size-1 axes left out?
+        for (std::size_t d = 0; d < n; ++d) (want[d] == 1 ? ones : kept).push_back(d);
+        std::vector<std::size_t> rest;
+        for (std::size_t d : kept) rest.push_back(want[d]);
+        if (got.size() < n && rest == got)
+            return "you left out " + joined(ones) + " = 1: an axis of size 1 is still an axis.";
+        const bool merged = got.size() < n;
+        const auto r = merged ? runs(want, got) : runs(got, want);
+        for (std::size_t k = 0; k < r.size(); ++k) {
+            if (r[k].second - r[k].first < 2) continue;
+            std::vector<std::size_t> parts(r[k].second - r[k].first), axes;
+            for (std::size_t d = r[k].first; d < r[k].second; ++d)
+                parts[d - r[k].first] = merged ? want[d] : got[d];
+            if (merged) {
+                for (std::size_t d = r[k].first; d < r[k].second; ++d) axes.push_back(d);
+                return "your " + std::to_string(got[k]) + " is " + joined(axes) + " merged (" +
+                       sizes_str(parts, " x ") + "): here they are separate axes.";
+            }
+            return "your " + sizes_str(parts) + " split " + named[k] + " = " +
+                   std::to_string(want[k]) + " into " + std::to_string(parts.size()) +
+                   " axes: here it is one.";
+        }
+        std::vector<std::size_t> all(n);
+        for (std::size_t d = 0; d < n; ++d) all[d] = d;
+        return "you gave " + std::to_string(got.size()) + (got.size() == 1 ? " size" : " sizes") +
+               " for " + std::to_string(n) + " axes, " + joined(all) + ".";
+    }
+    std::vector<std::size_t> off;
+    for (std::size_t d = 0; d < n; ++d)
+        if (got[d] != want[d]) off.push_back(d);
+    std::vector<std::size_t> a = got, b = want;
+    std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
+    if (a == b) {
+        // got = want.permute(q): q[i] is the axis of want that got has at i
+        std::vector<std::size_t> q(n);
+        std::vector<bool> used(n);
+        for (std::size_t d = 0; d < n; ++d)
+            if (got[d] == want[d]) q[d] = d, used[d] = true;
+        for (std::size_t d : off)
+            for (std::size_t e = 0; e < n; ++e)
+                if (!used[e] && want[e] == got[d]) {
+                    q[d] = e, used[e] = true;
+                    break;
+                }
+        std::vector<std::size_t> back(n);  // want = got.permute(back)
+        for (std::size_t d = 0; d < n; ++d) back[q[d]] = d;
+        const std::string what = off.size() == 2 ? "your " + joined(off) + " are swapped"
+                                                 : "the right sizes in another order";
+        if (torch.find(permute_str(back)) != std::string::npos)
+            return what + ":\nthat is the shape before " + permute_str(back) + ".";
+        return what + ":\nthat is the shape of " + name + "." + permute_str(q) + ".";
+    }
+    std::vector<std::string> others = named;  // whose size the student gave: this
+    for (const auto& kv : sizes) others.push_back(kv.first);  // step's axes first
+    std::string why;
+    for (std::size_t k = 0; k < off.size(); ++k) {
+        const std::size_t d = off[k];
+        why += (k == 0 ? "" : "; ") + named[d] + " is " + std::to_string(want[d]) + ", not " +
+               std::to_string(got[d]);
+        for (const std::string& other : others) {
+            const auto it = sizes.find(other);
+            if (sizes.count(named[d]) && it != sizes.end() && it->second == got[d]) {
+                why += " (" + std::to_string(got[d]) + " is " + other + ")";
+                break;
+            }
+        }
+    }
+    return why + ".";
+}
+
 }  // namespace
 
 Lesson::Lesson(const Options& o, const Info& i) : opt(o), info(i) {
@@ -332,7 +453,10 @@ void Lesson::print_header() const {
 }
 
 void Lesson::say(const std::string& text) {
-    // Words, with a bracketed shape such as "[128, 8, 64, 64]" kept as one.
+    // Leading spaces indent every line; words, with a bracketed shape such as
+    // "[128, 8, 64, 64]" kept as one.
+    const std::string indent(text.find_first_not_of(' ') == std::string::npos
+                                 ? 0 : text.find_first_not_of(' '), ' ');
     std::vector<std::string> words;
     std::istringstream in(text);
     int depth = 0;
@@ -348,7 +472,7 @@ void Lesson::say(const std::string& text) {
             std::printf("%s\n", line.c_str());
             line.clear();
         }
-        line += (line.empty() ? "" : " ") + word;
+        line += (line.empty() ? indent : " ") + word;
     }
     if (!line.empty()) std::printf("%s\n", line.c_str());
 }
@@ -423,7 +547,7 @@ void Lesson::step_values(const std::string& lhs, const std::string& name, const 
         throw std::logic_error(name + " is " + mha::shape_str(v.shape) + ", not [" + dims +
                                "] = [" + with_sizes(dims) + "]");
     }
-    if (asking_) ask_shape(lhs, name, v, dims);
+    if (asking_) ask_shape(lhs, name, v, dims, torch);
     const std::string right = name + ".shape = " + mha::shape_str(v.shape) + " = [" + dims + "]";
     if (columns(lhs) + 2 + columns(right) <= kWidth) {
         std::printf("%s%s%s\n", lhs.c_str(),
@@ -439,24 +563,36 @@ void Lesson::step_values(const std::string& lhs, const std::string& name, const 
 }
 
 void Lesson::ask_shape(const std::string& lhs, const std::string& name, const Values& v,
-                       const std::string& dims) {
+                       const std::string& dims, const std::string& torch) {
     std::printf("%s\n  your prediction, the shape of %s: ", lhs.c_str(), name.c_str());
     std::fflush(stdout);
     std::string answer;
+    const bool typed = isatty(STDIN_FILENO);  // else echo it, as a terminal would
     if (!std::getline(std::cin, answer)) {
         asking_ = false;
         std::printf("\n  (no more answers: the shapes are shown from here on)\n");
         return;
     }
     ++asked_;
-    if (numbers_in(answer) == v.shape) {
+    if (!typed) std::printf("%s\n", answer.c_str());
+    const std::vector<std::size_t> got = numbers_in(answer);
+    if (got == v.shape) {
         ++right_;
         std::printf("  right\n");
         return;
     }
-    std::printf("  not quite: it is %s = [%s]\n", mha::shape_str(v.shape).c_str(),
-                dims.c_str());
-    say("  with " + with_sizes(dims) + ".");
+    const std::string why = explain(got, v.shape, axes(dims), symbols_, name, torch);
+    const std::size_t cut = why.find('\n');
+    if (cut == std::string::npos) {
+        say("  not quite: " + why);
+    } else if (columns(why) + 13 <= kWidth - 2) {  // "  not quite: " and the sentence
+        say("  not quite: " + why.substr(0, cut) + " " + why.substr(cut + 1));
+    } else {
+        say("  not quite: " + why.substr(0, cut));
+        std::printf("  %s\n", why.substr(cut + 1).c_str());
+    }
+    say("  It is " + mha::shape_str(v.shape) + " = [" + dims + "], with " + with_sizes(dims) +
+        ".");
 }
 
 std::string Lesson::predictions() const {
