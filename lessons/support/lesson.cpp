@@ -212,7 +212,10 @@ void print_numbers(const Values& v) {
     const std::size_t cols = rank >= 1 ? v.shape[rank - 1] : 1;
     const std::size_t rows = rank >= 2 ? v.shape[rank - 2] : 1;
     const std::size_t blocks = v.data.size() / (rows * cols);
-    const std::size_t cell = v.flags ? 2 : 7, gap = 5;
+    // Every number as wide as the widest: weights in [0, 1] take 5 columns.
+    const std::size_t gap = 5;
+    std::size_t cell = 2;
+    for (float x : v.data) cell = std::max(cell, fmt(x, v.flags).size());
     // A block is as wide as its numbers, or as its label "[0, 1, :, :]" less
     // the two columns the label starts to the left of them.
     const std::size_t width = std::max(cols * (cell + 1) - 1, 3 * rank + 1);
