@@ -41,8 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         char* argv[] = {program, tiny, predict, nullptr};
         lesson::run(3, argv, lesson::Info{"02_split_heads", "shapes to predict", false, 0.1},
                     [](lesson::Lesson& L) {
-            const mha::Tensor3 x = xt::zeros<float>({1, 4, 8});
-            const mha::Tensor4 q = xt::zeros<float>({1, 2, 4, 4});
+            const mha::Tensor3 x = xt::zeros<float>({1, 5, 8});
+            const mha::Tensor4 q = xt::zeros<float>({1, 2, 5, 4});
             L.step("x", "x", x, "B, T, E", "x", "x");
             L.step("q", "q", q, "B, H, T, D", "q", "q");
             L.step("q again", "q", q, "B, H, T, D", "q", "q");

@@ -86,9 +86,10 @@ for k, a in enumerate([("--tiny",), ("--batch", "3", "--time", "5"), ("--heads",
                        ("--steps", "100", "--lr", "0.1", "--vocab", "5"), ("--svg", "d", "--dump", "d"),
                        ("--help",), ("--seed", "0", "--tiny", "--predict"), ("--d-model", "8", "--heads", "16")]):
     put("lesson_flags", f"args{k}", bytes([k % 2]) + args(*a))
-for name, answers in [("predict_right", b"1 4 8\n[1, 2, 4, 4]\n1,2,4,4\n"),
+for name, answers in [("predict_right", b"1 5 8\n[1, 2, 5, 4]\n1,2,5,4\n"),
                       ("predict_wrong", b"[1, 4]\n99999999999999999999999 2\n\xff\xfe\n"),
-                      ("predict_eof", b"1 4 8")]:
+                      ("predict_eof", b"1 5 8"),
+                      ("predict_explained", b"1 8 5\n1 5 2 4\n5 8 1 1\n")]:
     put("lesson_flags", name, bytes([3]) + answers)  # first byte 3: --predict's answers
 base = ["--weights", "w", "--num-heads", "3", "--query", "x.npy", "--out", "o"]
 for k, more in enumerate([[], ["--causal"], ["--attn-mask", "m55.npy"], ["--key-padding-mask", "pad.npy"],

@@ -39,21 +39,21 @@ int main(int argc, char** argv) {
         const std::uint64_t seed = L.opt.seed;
         using lesson::fixed;
 
-        L.section("0. The input X and the layers");
+        L.section("0. The input X");
         mha::Rng rng(seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
         const std::string sizes = std::to_string(B) + ", " + std::to_string(T) + ", " +
                                   std::to_string(E);
         L.step("X = randn(B, T, E)", "X", X, "B, T, E", "X = torch.randn(" + sizes + ")",
                "mha::Tensor3 X = mha::randn(B, T, E, rng);");
+
+        L.section("1. The layer wq, from Xavier init");
         // The module owns wq, wk, wv and w_o; this lesson uses wq, wk, wv.
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));
         L.step("wq.weight", "wq.weight", m.wq.weight, "E, E",
                "self.wq = nn.Linear(embed_dim, embed_dim)",
-               "mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));",
-               lesson::Show::shape_only);
-        L.step("wq.bias", "wq.bias", m.wq.bias, "E", "(nn.Linear's own bias)",
-               "m.wq.bias", lesson::Show::shape_only);
+               "mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));");
+        L.step("wq.bias", "wq.bias", m.wq.bias, "E", "(nn.Linear's own bias)", "m.wq.bias");
         L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
 
         const double bound = std::sqrt(6.0 / (E + E));
@@ -66,13 +66,12 @@ int main(int argc, char** argv) {
               "[3E, E], so a = sqrt(6 / (4E)) = " + fixed(std::sqrt(6.0 / (4 * E)), 6) +
               ", sqrt(2) narrower, with zero biases: mha::Init::torch(seed).");
 
-        L.section("1. Q = X W^T + b, written out");
+        L.section("2. Q = X W^T + b, written out");
         // Every token is a row: view X as [B*T, E] and do one matrix product.
         const std::array<std::size_t, 2> rows_shape{B * T, E};
         const mha::Tensor2 rows = xt::reshape_view(X, rows_shape);  // [B*T, E]
         L.step("rows = X.view(B*T, E)", "rows", rows, "B*T, E", "x.view(-1, embed_dim)",
-               "mha::Tensor2 rows = xt::reshape_view(X, rows_shape);",
-               lesson::Show::shape_only);
+               "mha::Tensor2 rows = xt::reshape_view(X, rows_shape);");
         // [B*T, E] x [E, E] -> [B*T, E], then + b broadcast over the rows
         const mha::Tensor2 Y =
             xt::linalg::dot(rows, xt::transpose(m.wq.weight)) + m.wq.bias;
@@ -81,7 +80,7 @@ int main(int argc, char** argv) {
         L.step("Q = w_q(X)", "Q", Q, "B, T, E", "Q = self.wq(query)",
                "xt::linalg::dot(rows, xt::transpose(m.wq.weight)) + m.wq.bias");
 
-        L.section("2. What Xavier keeps: the variance");
+        L.section("3. What Xavier keeps: the variance");
         // Each of the E numbers of a row of Q sums E products x_i w_i. With
         // var(w) = a^2 / 3 = 1 / E, the sum has about the variance of x.
         L.say("Each number of Q sums E products x_i w_i; Xavier's var(w) = a^2 / 3 = "
@@ -94,11 +93,13 @@ int main(int argc, char** argv) {
                        " alone. At the default sizes the two agree within 10%.");
         L.say("So the scores of lesson 03 start at a size the softmax can use.");
 
-        L.section("3. K and V: the same layer shape, other weights");
+        L.section("4. K and V: the same layer shape, other weights");
         const mha::Tensor3 K = mha::linear(X, m.wk);  // [B, T, E]
-        L.recap("K = w_k(X)", "K", K, "B, T, E", "mha::Tensor3 K = mha::linear(X, m.wk);");
+        L.step("K = w_k(X)", "K", K, "B, T, E", "K = self.wk(key)",
+               "mha::Tensor3 K = mha::linear(X, m.wk);");
         const mha::Tensor3 V = mha::linear(X, m.wv);  // [B, T, E]
-        L.recap("V = w_v(X)", "V", V, "B, T, E", "mha::Tensor3 V = mha::linear(X, m.wv);");
+        L.step("V = w_v(X)", "V", V, "B, T, E", "V = self.wv(value)",
+               "mha::Tensor3 V = mha::linear(X, m.wv);");
         L.say("Self-attention feeds the same X to all three layers, as attention(X, X, X) "
               "does; each layer learns its own view of it.");
 

@@ -56,13 +56,6 @@ int main(int argc, char** argv) {
         const mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});  // [B,H,T,D]
         L.step("q.permute(0, 2, 1, 3)", "q", Qh, "B, H, T, D", ".permute(0, 2, 1, 3)",
                "mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});");
-        if (T == D) {
-            L.say("Careful: here T = D = " + std::to_string(T) + ", so the shape "
-                  + mha::shape_of(Qh) + " hides which " + std::to_string(T) +
-                  " is which. It is [B, H, T, D]: time first, then head_dim. Run "
-                  "with --time 10 and it reads [" + std::to_string(B) + ", " +
-                  std::to_string(H) + ", 10, " + std::to_string(D) + "].");
-        }
 
         L.section("4. The same for K and V, by the core");
         const mha::Tensor4 Kh = mha::split_heads(mha::linear(X, m.wk), H);

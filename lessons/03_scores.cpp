@@ -61,10 +61,6 @@ int main(int argc, char** argv) {
             }
         L.step("q @ k.transpose(2, 3)", "raw", raw, "B, H, Tq, Tk", "q @ k.transpose(2, 3)",
                "xt::view(raw, b, h) = xt::linalg::dot(q, xt::transpose(k));");
-        if (T == D) {
-            L.say("The two " + std::to_string(T) + "s of q, [B, H, T, D], differ: the "
-                  "product keeps T and sums over D, so raw is [B, H, Tq, Tk]. Try --time 10.");
-        }
 
         L.section("2. Divide by sqrt(D)");
         const mha::Tensor4 S = raw / std::sqrt(static_cast<float>(D));

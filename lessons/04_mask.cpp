@@ -81,8 +81,7 @@ int main(int argc, char** argv) {
                "mha::Mask pad = mha::padding_mask(lengths, T);");
         const mha::Mask both = mha::combine_masks(mha::causal_mask(T, T), pad);
         L.step("both = tril & pad", "both", both, "B, 1, Tq, Tk", "",
-               "mha::combine_masks(mha::causal_mask(T, T), pad)",
-               lesson::Show::shape_only);
+               "mha::combine_masks(mha::causal_mask(T, T), pad)");
         const std::size_t show = 0;  // the first sequence
         std::vector<std::vector<float>> pgrid(T, std::vector<float>(T));
         for (std::size_t i = 0; i < T; ++i)

@@ -59,21 +59,18 @@ int main(int argc, char** argv) {
             }
         L.step("x = weights @ v", "x", A, "B, H, Tq, D", "score = self.softmax(score) @ v",
                "xt::view(A, b, h) = xt::linalg::dot(w, v);");
-        if (T == D) {
-            L.say("Here T = D = " + std::to_string(T) + " again: x is [B, H, T, D], "
-                  "the weights [B, H, Tq, Tk]. Run --time 10 to tell them apart.");
-        }
 
-        L.section("2. permute back, contiguous, view");
+        L.section("2. permute back, contiguous");
         // Undo lesson 02 in reverse order: time before heads again...
         const mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});  // [B, T, H, D]
         L.step("x.permute(0, 2, 1, 3)", "x", P, "B, Tq, H, D",
                "score.permute(0, 2, 1, 3)",
-               "mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});",
-               lesson::Show::shape_only);
+               "mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});");
         L.say("In PyTorch permute only changes strides, so .contiguous() must copy "
               "before .view() may glue H and D together. In C++, assigning the "
               "transposed view to the Tensor4 P was that copy.");
+
+        L.section("3. view: the H heads of D numbers back into E");
         // ...then glue the H heads of D numbers back into E numbers.
         const std::array<std::size_t, 3> bte{B, T, E};
         const mha::Tensor3 merged = xt::reshape_view(P, bte);  // [B, T, E]

@@ -69,8 +69,7 @@ int main(int argc, char** argv) {
         L.section("2. The same module, fast");
         const mha::AttentionOutput fast = m.forward(X, X, X, &causal);
         L.step("(the fast path)", "fast.output", fast.output, "B, T, E", "",
-               "mha::AttentionOutput fast = m.forward(X, X, X, &causal);",
-               lesson::Show::shape_only);
+               "mha::AttentionOutput fast = m.forward(X, X, X, &causal);");
         L.say("The fast path lives in src/mha/fast/: the same sums, no head copies, every "
               "core busy.");
         const double d_out = mha::max_abs_diff(fast.output, stages.output);
@@ -94,10 +93,7 @@ int main(int argc, char** argv) {
         const mha::AttentionOutput cross = m.forward(dec, enc, enc, &pad);
         L.step("attention(dec, enc, enc)", "cross.weights", cross.weights, "B, H, Tq, Tk",
                "out, w = mha(dec, enc, enc, key_padding_mask=~keep)",
-               "mha::AttentionOutput cross = m.forward(dec, enc, enc, &pad);",
-               lesson::Show::shape_only);
-        L.step("(its output)", "cross.output", cross.output, "B, Tq, E", "", "cross.output",
-               lesson::Show::shape_only);
+               "mha::AttentionOutput cross = m.forward(dec, enc, enc, &pad);");
         L.say("No causal mask here: query i and key j come from different sequences, so "
               "'later' means nothing between them. What applies is the keys' padding, "
               "[B, 1, 1, Tk], the same for every query.");
@@ -107,6 +103,9 @@ int main(int argc, char** argv) {
                 on_padding += cross.weights(0, h, i, 4) + cross.weights(0, h, i, 5);
         rc |= L.claim("sequence 0 puts weight " + fixed(on_padding, 1) + " on its padding",
                       on_padding == 0.0);
+
+        L.section("4. Cross-attention's output: a row per query");
+        L.step("(its output)", "cross.output", cross.output, "B, Tq, E", "", "cross.output");
         const mha::Stages cross_stages = m.forward_stages(dec, enc, enc, &pad);
         const double d_cross = mha::max_abs_diff(cross.output, cross_stages.output);
         rc |= L.claim("and forward equals forward_stages here too (max |diff| = " +

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
         L.let("D", D);  // the floored head_dim
         L.step("x = floored attention", "x", out, "B, T, H*D",
                "(" + std::to_string(bad) + " heads of " + std::to_string(D) + ")",
-               "floored_attention(q, k, v, bad, D)", lesson::Show::shape_only);
+               "floored_attention(q, k, v, bad, D)");
         // Change the ignored columns of q, k and v wildly.
         for (std::size_t c = used; c < E; ++c)
             for (std::size_t b = 0; b < B; ++b)

@@ -54,16 +54,17 @@ int main(int argc, char** argv) {
         const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H);
         const mha::Tensor4 W = mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal));
         const mha::Tensor4 A = mha::attend(W, V);  // [B, H, T, D]
-        L.recap("x = weights @ v", "x", A, "B, H, T, D", "mha::attend(W, V)");
+        // Its numbers at --tiny: the rows that each merge below lays out
+        L.step("x = weights @ v", "x", A, "B, H, T, D", "", "mha::attend(W, V)");
 
         L.section("1. The right merge and the wrong one");
         const mha::Tensor3 right = mha::merge_heads(A);  // [B, T, E]
         L.step("x.permute(0,2,1,3).contiguous().view", "right", right, "B, T, E",
                "x.permute(0, 2, 1, 3).contiguous().view(B, T, E)",
-               "mha::merge_heads(A)", lesson::Show::shape_only);
+               "mha::merge_heads(A)");
         const mha::Tensor3 wrong = merge_without_permute(A);  // [B, T, E] too
         L.step("x.view(B, T, E)", "wrong", wrong, "B, T, E", "x.view(B, T, E)  # no permute",
-               "merge_without_permute(A)", lesson::Show::shape_only);
+               "merge_without_permute(A)");
         const double diff = mha::max_abs_diff(right, wrong);
         L.figure("sequence 0 merged to [T, E], the right way and the wrong way", "merge",
                  {lesson::grid_of(right, 0, "permute, then view"),

@@ -51,10 +51,10 @@ int main(int argc, char** argv) {
         mha::KVCache cache = mha::make_cache(m, B, T);  // room for all T positions
         L.step("k_cache = zeros(B, H, T, D)", "cache.k", cache.k, "B, H, T, D",
                "k_cache = torch.zeros(B, H, T, D)  # allocated once",
-               "mha::KVCache cache = mha::make_cache(m, B, T);", lesson::Show::shape_only);
+               "mha::KVCache cache = mha::make_cache(m, B, T);");
         const mha::Tensor3 y = m.prefill(prompt, cache);  // [B, P, E]
         L.step("prefill(prompt)", "y", y, "B, P, E", "k_cache[:, :, :P] = k  # and v",
-               "const mha::Tensor3 y = m.prefill(prompt, cache);", lesson::Show::shape_only);
+               "const mha::Tensor3 y = m.prefill(prompt, cache);");
         L.say("cache.length = " + std::to_string(cache.length) + ": K and V of the prompt.");
 
         L.section("2. One decode step, written out");

@@ -41,30 +41,30 @@ int main(int argc, char** argv) {
         const mha::MultiHeadAttention gqa(E, H, H_kv, mha::Init::xavier(L.opt.seed));
         L.step("k_proj.weight", "wk", gqa.wk.weight, "H_kv*D, E",
                "k_proj = nn.Linear(E, H_kv * D)",
-               "const mha::MultiHeadAttention gqa(E, H, H_kv, mha::Init::xavier(L.opt.seed));",
-               lesson::Show::shape_only);
-        const mha::Tensor4 q = mha::split_heads(mha::linear(X, gqa.wq), H);     // [B, H, T, D]
+               "const mha::MultiHeadAttention gqa(E, H, H_kv, mha::Init::xavier(L.opt.seed));");
         const mha::Tensor4 k = mha::split_heads(mha::linear(X, gqa.wk), H_kv);  // [B, H_kv, T, D]
-        L.step("q = split(wq(X))", "q", q, "B, H, T, D",
-               "q = q_proj(x).view(B, T, H, D).transpose(1, 2)",
-               "mha::split_heads(mha::linear(X, gqa.wq), H)");
         L.step("k = split(wk(X)), H_kv heads", "k", k, "B, H_kv, T, D",
                "k = k_proj(x).view(B, T, H_kv, D).transpose(1, 2)",
                "mha::split_heads(mha::linear(X, gqa.wk), H_kv)");
+
+        L.section("2. v has H_kv heads too, q all H");
         const mha::Tensor4 v = mha::split_heads(mha::linear(X, gqa.wv), H_kv);  // [B, H_kv, T, D]
         L.step("v = split(wv(X)), H_kv heads", "v", v, "B, H_kv, T, D",
                "v = v_proj(x).view(B, T, H_kv, D).transpose(1, 2)",
-               "mha::split_heads(mha::linear(X, gqa.wv), H_kv)", lesson::Show::shape_only);
+               "mha::split_heads(mha::linear(X, gqa.wv), H_kv)");
+        const mha::Tensor4 q = mha::split_heads(mha::linear(X, gqa.wq), H);     // [B, H, T, D]
+        L.step("q = split(wq(X))", "q", q, "B, H, T, D",
+               "q = q_proj(x).view(B, T, H, D).transpose(1, 2)",
+               "mha::split_heads(mha::linear(X, gqa.wq), H)");
 
-        L.section("2. Meeting the query heads: a copy, or an index");
+        L.section("3. Meeting the query heads: a copy, or an index");
         // PyTorch copies each kv head to the H / H_kv query heads that read it
         mha::Tensor4 k_rep = mha::Tensor4::from_shape({B, H, T, D});
         for (std::size_t h = 0; h < H; ++h)
             xt::view(k_rep, xt::all(), h) = xt::view(k, xt::all(), h / group);
         L.step("k.repeat_interleave(H / H_kv, dim=1)", "k_rep", k_rep, "B, H, T, D",
                "k = k.repeat_interleave(H // H_kv, dim=1)",
-               "xt::view(k_rep, xt::all(), h) = xt::view(k, xt::all(), h / group);",
-               lesson::Show::shape_only);
+               "xt::view(k_rep, xt::all(), h) = xt::view(k, xt::all(), h / group);");
         std::printf("  query head h :");
         for (std::size_t h = 0; h < H; ++h) std::printf(" %2zu", h);
         std::printf("\n  kv head h / %zu:", group);
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
         const mha::Tensor4 by_index = mha::scaled_scores(q, k);     // reads k[:, h / group]
         L.step("scores, each head h against kv head h / (H / H_kv)", "scores", by_index,
                "B, H, T, T", "q @ k.transpose(2, 3) / math.sqrt(D)",
-               "mha::scaled_scores(q, k)", lesson::Show::shape_only);
+               "mha::scaled_scores(q, k)");
         const double copy_diff = mha::max_abs_diff(by_copy, by_index);
         L.figure("batch 0: each query head's scores, against the kv head it shares",
                  "gqa_shared_heads", lesson::head_grids(by_index, 0, nullptr, group), true);
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
               std::to_string(group) + " in place. Scores by the copy against by the index: "
               "max |diff| = " + sci(copy_diff) + ".");
 
-        L.section("3. Copied K/V weights: grouped attention is the articles' module");
+        L.section("4. Copied K/V weights: grouped attention is the articles' module");
         // An MHA whose wk, wv repeat each kv head's rows over its group
         mha::MultiHeadAttention full(E, H, mha::Init::xavier(L.opt.seed));
         full.wq = gqa.wq, full.w_o = gqa.w_o;
@@ -95,8 +95,7 @@ int main(int argc, char** argv) {
         }
         L.step("wk with each kv head's rows repeated", "full.wk", full.wk.weight, "E, E",
                "k_proj.weight.repeat_interleave(H // H_kv, dim=0)",
-               "xt::view(full.wk.weight, rows(h)) = xt::view(gqa.wk.weight, rows(h / group));",
-               lesson::Show::shape_only);
+               "xt::view(full.wk.weight, rows(h)) = xt::view(gqa.wk.weight, rows(h / group));");
         const mha::Mask causal = mha::causal_mask(T, T);
         const mha::Tensor3 y_gqa = gqa.forward(X, X, X, &causal).output;   // [B, T, E]
         const mha::Tensor3 y_full = full.forward(X, X, X, &causal).output;  // [B, T, E]
@@ -105,12 +104,12 @@ int main(int argc, char** argv) {
         // engine's kernels); a BLAS may order a narrower product's sums otherwise.
         const std::string how = same == 0.0 ? "exactly" : "to rounding";
         L.step("gqa(X) against full(X)", "y_gqa", y_gqa, "B, T, E", "",
-               "gqa.forward(X, X, X, &causal).output", lesson::Show::shape_only);
+               "gqa.forward(X, X, X, &causal).output");
         L.say("max |diff| = " + sci(same) + ": the same numbers " + how + ", with H_kv = " +
               std::to_string(H_kv) + " key/value heads instead of H = " + std::to_string(H) +
               ". Grouping is a constraint on wk and wv, not another formula.");
 
-        L.section("4. H_kv = H, H/2, 1: what changes, what does not");
+        L.section("5. H_kv = H, H/2, 1: what changes, what does not");
         std::printf("%6s %18s %16s %12s %18s\n", "H_kv", "k shape", "output shape", "wk params",
                     "cache bytes/token");
         std::vector<std::size_t> kvs = {H};

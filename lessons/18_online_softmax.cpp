@@ -101,26 +101,27 @@ int main(int argc, char** argv) {
             mha::tiled_attention(q, k, vv, &causal, mha::kNegInf, bq, bk);
         L.step("weights @ v, one [Bq, Bk] tile of scores at a time", "t.context", t.context,
                "B, H, T, D", "",
-               "mha::tiled_attention(q, k, vv, &causal, mha::kNegInf, bq, bk)",
-               lesson::Show::shape_only);
+               "mha::tiled_attention(q, k, vv, &causal, mha::kNegInf, bq, bk)");
         L.step("log-sum-exp per row, m + log(l)", "t.lse", t.lse, "B, H, T",
                "torch.logsumexp(scores, dim=-1)  # a FlashAttention-2 backward keeps it",
                "t.lse");
+
+        L.section("3. The output from the tiles, and the engine's");
         const mha::Tensor3 y = mha::linear(mha::merge_heads(t.context), m.w_o);  // [B, T, E]
         L.step("w_o(merge(context))", "y", y, "B, T, E", "",
-               "mha::linear(mha::merge_heads(t.context), m.w_o)", lesson::Show::shape_only);
+               "mha::linear(mha::merge_heads(t.context), m.w_o)");
         const mha::Tensor3 full = m.forward(X, X, X, &causal).output;  // [B, T, E]
         const mha::Tensor3 engine = m.forward_no_weights(X, X, X, &causal);
         L.step("the engine, without weights", "engine", engine, "B, T, E",
                "attn(x, x, x, attn_mask=mask, need_weights=False)[0]",
-               "m.forward_no_weights(X, X, X, &causal)", lesson::Show::shape_only);
+               "m.forward_no_weights(X, X, X, &causal)");
         const double tiled_diff = mha::max_abs_diff(y, full);
         const double engine_diff = mha::max_abs_diff(engine, full);
         L.say("Against forward(), which keeps every weight: these tiles max |diff| = " +
               fixed(tiled_diff, 7) + ", the engine's tiles (64 queries by 256 keys) " +
               fixed(engine_diff, 7) + ".");
 
-        L.section("3. The scores that exist at once");
+        L.section("4. The scores that exist at once");
         const double all = double(B) * H * T * T * 4, tile = double(bq) * bk * 4;
         std::printf("  forward(): weights [B, H, T, T], %zu x %zu x %zu x %zu x 4 bytes = %.0f\n",
                     B, H, T, T, all);

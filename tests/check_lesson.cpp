@@ -1,7 +1,8 @@
 // check_lesson: runs one lesson and checks what it printed.
 //
 //   check_lesson [--exit N] [--max-width W] [--max-section-rows R]
-//                [--expect TEXT]... [--reject TEXT]... [--stdin TEXT]
+//                [--expect TEXT]... [--reject TEXT]... [--numbers NAME]...
+//                [--stdin TEXT]
 //                [--shapes FILE --lesson NAME] [--source FILE]
 //                -- PROGRAM [ARGS...]
 //
@@ -9,15 +10,18 @@
 // (default 0), when an output line is wider than W columns (default 90),
 // when a line opens a '[' it does not close (a shape split by wrapping),
 // when a section ("== title ==", from the blank line before it to the next
-// one, plus the row of --pause's prompt) takes more than R rows (default
-// 30, a projector's screen), when a TEXT is not found in the output or a
+// one, plus the row of --pause's prompt and the lines before the first
+// section, the title and sizes that --pause repeats on every screen) takes
+// more than R rows (default 30, a projector's screen), when a TEXT is not found in the output or a
 // --reject TEXT is, when the shape lines that FILE lists for NAME do not
 // appear in the output in that order, when a printed "C++    : " line is
 // not code of the --source file (compared with all whitespace removed,
 // against the file without its comments and string literals, so that the
 // printed string cannot vouch for itself; "C++ sketch: " lines are exempt),
 // or when a relation line "  a = X against b = Y: ratio R, [not ]within P%"
-// has a ratio that is not X / Y or a verdict its numbers do not give.
+// has a ratio that is not X / Y or a verdict its numbers do not give, or
+// when a step "NAME.shape = [...]" of a --numbers NAME is missing or not
+// followed, past its PyTorch and C++ lines, by its numbers (--tiny's).
 // stdout and stderr are checked together; the program's stdin is --stdin's
 // TEXT (\n for newlines), or empty.
 #include <sys/wait.h>
@@ -87,7 +91,7 @@ int fail(const std::string& why) {
 
 int main(int argc, char** argv) {
     int want_exit = 0, max_width = 90, max_rows = 30;
-    std::vector<std::string> expects, rejects;
+    std::vector<std::string> expects, rejects, numbers;
     std::string input;
     std::string shapes_file, lesson, source_file, command;
     int i = 1;
@@ -98,6 +102,7 @@ int main(int argc, char** argv) {
         else if (a == "--max-width") max_width = std::atoi(argv[++i]);
         else if (a == "--expect") expects.push_back(argv[++i]);
         else if (a == "--reject") rejects.push_back(argv[++i]);
+        else if (a == "--numbers") numbers.push_back(argv[++i]);
         else if (a == "--max-section-rows") max_rows = std::atoi(argv[++i]);
         else if (a == "--stdin") input = argv[++i];
         else if (a == "--shapes") shapes_file = argv[++i];
@@ -165,13 +170,30 @@ int main(int argc, char** argv) {
     for (std::size_t n = 1; n < all.size(); ++n)
         if (all[n].rfind("== ", 0) == 0 && all[n - 1].empty()) starts.push_back(n - 1);
     starts.push_back(all.size());
-    for (std::size_t k = 0; k + 1 < starts.size(); ++k) {
-        const std::size_t rows = starts[k + 1] - starts[k] + 1;  // + the prompt's row
+    const std::size_t head = starts.size() > 2 ? starts[1] : 0;  // the title and sizes
+    for (std::size_t k = starts.size() > 2 ? 1 : 0; k + 1 < starts.size(); ++k) {
+        // + the prompt's row, + the title and sizes on top of the screen
+        const std::size_t rows = starts[k + 1] - starts[k] + 1 + head;
         if (rows > static_cast<std::size_t>(max_rows)) {
             return fail("the section from line " + std::to_string(starts[k] + 1) + " takes " +
                         std::to_string(rows) + " rows (max " + std::to_string(max_rows) +
                         "): " + (starts[k] + 1 < all.size() ? all[starts[k] + 1] : ""));
         }
+    }
+    for (const std::string& name : numbers) {
+        std::size_t n = 0;
+        while (n < all.size() && all[n].find(" " + name + ".shape = [") == std::string::npos) ++n;
+        if (n == all.size()) return fail("no step shows " + name + ".shape");
+        ++n;
+        while (n < all.size() && (all[n].rfind("    PyTorch: ", 0) == 0 ||
+                                  all[n].rfind("    C++", 0) == 0))
+            ++n;
+        // a block's label "    [0, :, :]", or a row of numbers "      -0.252 ..."
+        static const std::regex row(
+            R"(^    \[[0-9, :]+\]|^ +-?([0-9]+\.[0-9]+|inf|nan|[01])( |$))");
+        if (n == all.size() || !std::regex_search(all[n], row))
+            return fail("the step " + name + " shows no numbers: " +
+                        (n < all.size() ? all[n] : std::string("(end)")));
     }
     const std::regex relation(
         R"(^  (.*) = (\S+) against (.*) = (\S+): ratio (\S+), (not )?within (\S+)%$)");

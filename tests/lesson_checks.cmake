@@ -7,7 +7,9 @@
 # MODE dump_size   what LESSON --help says a default-size dump takes is what
 #                  it writes (within 1% or 0.6 MB, the help's rounding).
 # MODE pause_tty   --pause on a terminal clears the screen before each section
-#                  (ESC [H ESC [2J), and never when stdout is not a terminal.
+#                  (ESC [H ESC [2J) and prints the lesson's title and sizes
+#                  lines on top of each, and never clears when stdout is not a
+#                  terminal.
 # MODE claims_last LESSON prints its OK lines only after the section WHERE.
 # MODE same_files  the FILES in DIR hold the same bytes.
 # MODE timing_verdicts  every row of LESSON's (15_cost) timing table calls a
@@ -133,9 +135,28 @@ elseif(MODE STREQUAL "pause_tty")
     message(FATAL_ERROR "${LESSON} --tiny --pause on a terminal failed (${rc}):\n${tty}")
   endif()
   string(ASCII 27 esc)
-  string(FIND "${tty}" "${esc}[H${esc}[2J" at)
+  set(clear "${esc}[H${esc}[2J")
+  string(FIND "${tty}" "${clear}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "--pause on a terminal did not clear the screen:\n${tty}")
+  endif()
+  # Every screen opens with the lesson's title and sizes lines.
+  get_filename_component(name ${LESSON} NAME)
+  set(screens 0)
+  while(NOT at EQUAL -1)
+    string(LENGTH "${clear}" n)
+    math(EXPR at "${at} + ${n}")
+    string(SUBSTRING "${tty}" ${at} -1 tty)
+    string(FIND "${tty}" "${clear}" at)
+    string(SUBSTRING "${tty}" 0 ${at} screen)
+    math(EXPR screens "${screens} + 1")
+    if(NOT screen MATCHES "^${name}: [^\n]*\n[\r]?sizes: batch B = 1, ")
+      message(FATAL_ERROR "screen ${screens} of --pause does not open with the title and "
+                          "sizes lines:\n${screen}")
+    endif()
+  endwhile()
+  if(screens LESS 2)
+    message(FATAL_ERROR "--pause on a terminal cleared ${screens} screen(s), not one per section")
   endif()
   execute_process(COMMAND ${LESSON} --tiny --pause INPUT_FILE "${DIR}.enter"
                   OUTPUT_VARIABLE piped RESULT_VARIABLE rc)

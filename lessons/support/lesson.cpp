@@ -100,7 +100,7 @@ void usage(const Info& info) {
         "usage: %s [--tiny] [--batch B] [--time T] [--d-model E] [--heads H]\n"
         "          [--seed S] [--pause] [--predict] [--svg DIR] [--dump DIR] [--help]\n"
         "         %s\n\n"
-        "  --tiny       batch %zu, time 4, d_model 8, %zu heads; prints the numbers\n"
+        "  --tiny       batch %zu, time 5, d_model 8, %zu heads; prints the numbers\n"
         "  --batch B    batch size (default %zu)\n"
         "  --time T     sequence length (default %zu)\n"
         "  --d-model E  embedding size d_model (default %zu)\n"
@@ -163,7 +163,8 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
     }
     if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");
     if (o.tiny) {
-        o.batch = info.tiny_batch, o.time = 4, o.d_model = 8;
+        // T = 5 against D = 4: a student who swaps time and head_dim is caught.
+        o.batch = info.tiny_batch, o.time = 5, o.d_model = 8;
         o.heads = info.heads_divide ? 2 : 3;
     }
     // About ten [B, T, E] tensors and three [B, H, T, T] live at once.
@@ -203,31 +204,50 @@ std::string fmt(float x, bool flag) {
     return buf;
 }
 
-// At --tiny, the numbers: one [rows, cols] matrix per leading index.
+// At --tiny, the numbers: one [rows, cols] matrix per leading index, side
+// by side as many as fit in kWidth (the heads of a [B, H, T, D] in a row),
+// so that a section shows more tensors on one screen.
 void print_numbers(const Values& v) {
     const std::size_t rank = v.shape.size();
     const std::size_t cols = rank >= 1 ? v.shape[rank - 1] : 1;
     const std::size_t rows = rank >= 2 ? v.shape[rank - 2] : 1;
     const std::size_t blocks = v.data.size() / (rows * cols);
-    for (std::size_t blk = 0; blk < blocks; ++blk) {
+    // Every number as wide as the widest: weights in [0, 1] take 5 columns.
+    const std::size_t gap = 5;
+    std::size_t cell = 2;
+    for (float x : v.data) cell = std::max(cell, fmt(x, v.flags).size());
+    // A block is as wide as its numbers, or as its label "[0, 1, :, :]" less
+    // the two columns the label starts to the left of them.
+    const std::size_t width = std::max(cols * (cell + 1) - 1, 3 * rank + 1);
+    const std::size_t across =
+        rank > 2 ? std::max<std::size_t>(1, (kWidth - 6 + gap) / (width + gap)) : 1;
+    for (std::size_t first = 0; first < blocks; first += across) {
+        const std::size_t last = std::min(blocks, first + across);
         if (rank > 2) {
-            std::vector<std::size_t> idx(rank - 2);
-            std::size_t r = blk;
-            for (std::size_t d = rank - 2; d-- > 0;) {
-                idx[d] = r % v.shape[d];
-                r /= v.shape[d];
+            std::string labels;
+            for (std::size_t blk = first; blk < last; ++blk) {
+                std::string label = "[";
+                for (std::size_t d = 0, r = blk, n = 1; d + 2 < rank; ++d) {
+                    n = 1;  // the index of axis d: blk in mixed radix
+                    for (std::size_t e = d + 1; e + 2 < rank; ++e) n *= v.shape[e];
+                    label += std::to_string(r / n) + ", ";
+                    r %= n;
+                }
+                label += ":, :]";
+                const std::size_t at = 4 + (blk - first) * (width + gap);
+                labels += std::string(at > labels.size() ? at - labels.size() : 1, ' ') + label;
             }
-            std::string label = "    [";
-            for (std::size_t i : idx) label += std::to_string(i) + ", ";
-            std::printf("%s:, :]\n", label.c_str());
+            std::printf("%s\n", labels.c_str());
         }
         for (std::size_t i = 0; i < rows; ++i) {
             std::string line = "      ";
-            for (std::size_t j = 0; j < cols; ++j) {
-                const std::string s = fmt(v.data[(blk * rows + i) * cols + j], v.flags);
-                const std::size_t w = v.flags ? 2 : 7;
-                line += std::string(s.size() < w ? w - s.size() : 0, ' ') + s;
-                if (j + 1 < cols) line += ' ';
+            for (std::size_t blk = first; blk < last; ++blk) {
+                if (blk > first) line.resize(6 + (blk - first) * (width + gap), ' ');
+                for (std::size_t j = 0; j < cols; ++j) {
+                    const std::string s = fmt(v.data[(blk * rows + i) * cols + j], v.flags);
+                    line += std::string(s.size() < cell ? cell - s.size() : 0, ' ') + s;
+                    if (j + 1 < cols) line += ' ';
+                }
             }
             std::printf("%s\n", line.c_str());
         }
@@ -278,6 +298,127 @@ const char* meaning(const std::string& symbol) {
     return it != words.end() ? it->second : "";
 }
 
+std::string sizes_str(const std::vector<std::size_t>& v, const char* sep = ", ") {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
+    return s;
+}
+
+// "permute(0, 2, 1, 3)", or "transpose(2, 3)" when it swaps the last two axes.
+std::string permute_str(const std::vector<std::size_t>& p) {
+    const std::size_t n = p.size();
+    bool last_two = n >= 2 && p[n - 2] == n - 1 && p[n - 1] == n - 2;
+    for (std::size_t i = 0; last_two && i + 2 < n; ++i) last_two = p[i] == i;
+    if (last_two) return "transpose(" + std::to_string(n - 2) + ", " + std::to_string(n - 1) + ")";
+    return "permute(" + sizes_str(p) + ")";
+}
+
+// Axes of @p want, a run per size of @p got, whose products give got's sizes:
+// the runs that a merge (or, swapped, a split) turns one into the other.
+// Empty when there are none.
+std::vector<std::pair<std::size_t, std::size_t>> runs(const std::vector<std::size_t>& want,
+                                                      const std::vector<std::size_t>& got) {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    std::size_t i = 0;
+    for (std::size_t g : got) {
+        if (i == want.size()) return {};
+        std::size_t first = i, product = want[i++];
+        while (product < g && i < want.size()) product *= want[i++];
+        if (product != g) return {};
+        out.emplace_back(first, i);
+    }
+    if (i != want.size()) return {};
+    return out;
+}
+
+// What a wrong answer @p got to the shape @p want of tensor @p name, axes
+// @p named, got wrong, in a sentence: which axes are swapped and what gives
+// that shape (the step's own @p torch when it is that operation), which size
+// is off and whose size it is, which axes are merged or split, or which are
+// missing. A '\n' parts the sentence where it may wrap (not inside permute()).
+std::string explain(const std::vector<std::size_t>& got, const std::vector<std::size_t>& want,
+                    const std::vector<std::string>& named,
+                    const std::map<std::string, std::size_t>& sizes, const std::string& name,
+                    const std::string& torch) {
+    const std::size_t n = want.size();
+    auto joined = [&](const std::vector<std::size_t>& axes) {
+        std::string s;
+        for (std::size_t k = 0; k < axes.size(); ++k)
+            s += (k == 0 ? "" : k + 1 == axes.size() ? " and " : ", ") + named[axes[k]];
+        return s;
+    };
+    if (got.empty()) return "your answer holds no sizes.";
+    if (got.size() != n) {
+        std::vector<std::size_t> ones, kept;  // size-1 axes left out?
+        for (std::size_t d = 0; d < n; ++d) (want[d] == 1 ? ones : kept).push_back(d);
+        std::vector<std::size_t> rest;
+        for (std::size_t d : kept) rest.push_back(want[d]);
+        if (got.size() < n && rest == got)
+            return "you left out " + joined(ones) + " = 1: an axis of size 1 is still an axis.";
+        const bool merged = got.size() < n;
+        const auto r = merged ? runs(want, got) : runs(got, want);
+        for (std::size_t k = 0; k < r.size(); ++k) {
+            if (r[k].second - r[k].first < 2) continue;
+            std::vector<std::size_t> parts(r[k].second - r[k].first), axes;
+            for (std::size_t d = r[k].first; d < r[k].second; ++d)
+                parts[d - r[k].first] = merged ? want[d] : got[d];
+            if (merged) {
+                for (std::size_t d = r[k].first; d < r[k].second; ++d) axes.push_back(d);
+                return "your " + std::to_string(got[k]) + " is " + joined(axes) + " merged (" +
+                       sizes_str(parts, " x ") + "): here they are separate axes.";
+            }
+            return "your " + sizes_str(parts) + " split " + named[k] + " = " +
+                   std::to_string(want[k]) + " into " + std::to_string(parts.size()) +
+                   " axes: here it is one.";
+        }
+        std::vector<std::size_t> all(n);
+        for (std::size_t d = 0; d < n; ++d) all[d] = d;
+        return "you gave " + std::to_string(got.size()) + (got.size() == 1 ? " size" : " sizes") +
+               " for " + std::to_string(n) + " axes, " + joined(all) + ".";
+    }
+    std::vector<std::size_t> off;
+    for (std::size_t d = 0; d < n; ++d)
+        if (got[d] != want[d]) off.push_back(d);
+    std::vector<std::size_t> a = got, b = want;
+    std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
+    if (a == b) {
+        // got = want.permute(q): q[i] is the axis of want that got has at i
+        std::vector<std::size_t> q(n);
+        std::vector<bool> used(n);
+        for (std::size_t d = 0; d < n; ++d)
+            if (got[d] == want[d]) q[d] = d, used[d] = true;
+        for (std::size_t d : off)
+            for (std::size_t e = 0; e < n; ++e)
+                if (!used[e] && want[e] == got[d]) {
+                    q[d] = e, used[e] = true;
+                    break;
+                }
+        std::vector<std::size_t> back(n);  // want = got.permute(back)
+        for (std::size_t d = 0; d < n; ++d) back[q[d]] = d;
+        const std::string what = off.size() == 2 ? "your " + joined(off) + " are swapped"
+                                                 : "the right sizes in another order";
+        if (torch.find(permute_str(back)) != std::string::npos)
+            return what + ":\nthat is the shape before " + permute_str(back) + ".";
+        return what + ":\nthat is the shape of " + name + "." + permute_str(q) + ".";
+    }
+    std::vector<std::string> others = named;  // whose size the student gave: this
+    for (const auto& kv : sizes) others.push_back(kv.first);  // step's axes first
+    std::string why;
+    for (std::size_t k = 0; k < off.size(); ++k) {
+        const std::size_t d = off[k];
+        why += (k == 0 ? "" : "; ") + named[d] + " is " + std::to_string(want[d]) + ", not " +
+               std::to_string(got[d]);
+        for (const std::string& other : others) {
+            const auto it = sizes.find(other);
+            if (sizes.count(named[d]) && it != sizes.end() && it->second == got[d]) {
+                why += " (" + std::to_string(got[d]) + " is " + other + ")";
+                break;
+            }
+        }
+    }
+    return why + ".";
+}
+
 }  // namespace
 
 Lesson::Lesson(const Options& o, const Info& i) : opt(o), info(i) {
@@ -296,14 +437,29 @@ void Lesson::section(const std::string& title) {
         std::string ignored;
         if (!std::getline(std::cin, ignored)) std::printf("\n");
     }
-    if (opt.pause && isatty(STDOUT_FILENO)) std::printf("\033[H\033[2J");  // a clean screen
+    if (opt.pause && isatty(STDOUT_FILENO)) {
+        std::printf("\033[H\033[2J");  // a clean screen, which keeps what the class is seeing
+        print_header();
+    }
     ++sections_;
     std::printf("\n== %s %s\n", title.c_str(),
                 std::string(std::max(3, kWidth - 4 - columns(title)), '=').c_str());
 }
 
+void Lesson::print_header() const {
+    std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
+    std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
+                "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,
+                static_cast<unsigned long long>(opt.seed));
+    if (!opt.svg_dir.empty() && !info.draws)
+        std::printf("(this lesson draws no picture: --svg writes nothing)\n");
+}
+
 void Lesson::say(const std::string& text) {
-    // Words, with a bracketed shape such as "[128, 8, 64, 64]" kept as one.
+    // Leading spaces indent every line; words, with a bracketed shape such as
+    // "[128, 8, 64, 64]" kept as one.
+    const std::string indent(text.find_first_not_of(' ') == std::string::npos
+                                 ? 0 : text.find_first_not_of(' '), ' ');
     std::vector<std::string> words;
     std::istringstream in(text);
     int depth = 0;
@@ -319,7 +475,7 @@ void Lesson::say(const std::string& text) {
             std::printf("%s\n", line.c_str());
             line.clear();
         }
-        line += (line.empty() ? "" : " ") + word;
+        line += (line.empty() ? indent : " ") + word;
     }
     if (!line.empty()) std::printf("%s\n", line.c_str());
 }
@@ -394,7 +550,7 @@ void Lesson::step_values(const std::string& lhs, const std::string& name, const 
         throw std::logic_error(name + " is " + mha::shape_str(v.shape) + ", not [" + dims +
                                "] = [" + with_sizes(dims) + "]");
     }
-    if (asking_) ask_shape(lhs, name, v, dims);
+    if (asking_) ask_shape(lhs, name, v, dims, torch);
     const std::string right = name + ".shape = " + mha::shape_str(v.shape) + " = [" + dims + "]";
     if (columns(lhs) + 2 + columns(right) <= kWidth) {
         std::printf("%s%s%s\n", lhs.c_str(),
@@ -410,24 +566,36 @@ void Lesson::step_values(const std::string& lhs, const std::string& name, const 
 }
 
 void Lesson::ask_shape(const std::string& lhs, const std::string& name, const Values& v,
-                       const std::string& dims) {
+                       const std::string& dims, const std::string& torch) {
     std::printf("%s\n  your prediction, the shape of %s: ", lhs.c_str(), name.c_str());
     std::fflush(stdout);
     std::string answer;
+    const bool typed = isatty(STDIN_FILENO);  // else echo it, as a terminal would
     if (!std::getline(std::cin, answer)) {
         asking_ = false;
         std::printf("\n  (no more answers: the shapes are shown from here on)\n");
         return;
     }
     ++asked_;
-    if (numbers_in(answer) == v.shape) {
+    if (!typed) std::printf("%s\n", answer.c_str());
+    const std::vector<std::size_t> got = numbers_in(answer);
+    if (got == v.shape) {
         ++right_;
         std::printf("  right\n");
         return;
     }
-    std::printf("  not quite: it is %s = [%s]\n", mha::shape_str(v.shape).c_str(),
-                dims.c_str());
-    say("  with " + with_sizes(dims) + ".");
+    const std::string why = explain(got, v.shape, axes(dims), symbols_, name, torch);
+    const std::size_t cut = why.find('\n');
+    if (cut == std::string::npos) {
+        say("  not quite: " + why);
+    } else if (columns(why) + 13 <= kWidth - 2) {  // "  not quite: " and the sentence
+        say("  not quite: " + why.substr(0, cut) + " " + why.substr(cut + 1));
+    } else {
+        say("  not quite: " + why.substr(0, cut));
+        std::printf("  %s\n", why.substr(cut + 1).c_str());
+    }
+    say("  It is " + mha::shape_str(v.shape) + " = [" + dims + "], with " + with_sizes(dims) +
+        ".");
 }
 
 std::string Lesson::predictions() const {
@@ -482,8 +650,10 @@ void Lesson::terminal(const std::string& title, const std::vector<std::vector<fl
                       const std::string& row_label, const std::string& col_label,
                       const std::vector<std::vector<bool>>& masked, bool diverging) {
     const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
-    const std::size_t shown = std::min<std::size_t>(rows, 20);
-    const std::size_t shown_cols = std::min<std::size_t>(cols, 20);
+    // 18 rows at most: with a step above it and the title and sizes lines
+    // that --pause repeats, a section still fits a screen of 30.
+    const std::size_t shown = std::min<std::size_t>(rows, 18);
+    const std::size_t shown_cols = std::min<std::size_t>(cols, 18);
     std::printf("%s  (%s down, %s across%s)\n", title.c_str(), row_label.c_str(),
                 col_label.c_str(),
                 shown < rows || shown_cols < cols ? "; first cells only" : "");
@@ -697,12 +867,7 @@ int run(int argc, char** argv, const Info& info,
             return 0;
         }
         Lesson l(o, info);
-        std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
-        std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
-                    "seed %llu\n", o.batch, o.time, o.d_model, o.heads,
-                    static_cast<unsigned long long>(o.seed));
-        if (!o.svg_dir.empty() && !info.draws)
-            std::printf("(this lesson draws no picture: --svg writes nothing)\n");
+        l.print_header();
         const int rc = body(l);
         if (o.predict) std::printf("\n%s\n", l.predictions().c_str());
         return rc;

@@ -22,7 +22,7 @@ namespace lesson {
 struct Options {
     std::size_t batch = 128, time = 64, d_model = 512, heads = 8;
     std::uint64_t seed = 0;
-    bool tiny = false;     // batch 1, time 4, d_model 8, 2 heads; print numbers
+    bool tiny = false;     // batch 1, time 5, d_model 8, 2 heads; print numbers
     bool pause = false;    // wait for Enter between sections
     bool predict = false;  // ask for every shape before showing it
     std::string svg_dir;   // write pictures here
@@ -85,11 +85,14 @@ public:
     const Options opt;
     const Info info;
 
+    /// The lesson's title and sizes lines, that open its output.
+    void print_header() const;
     /// "== 2. Split into heads ==" (with --pause: wait for Enter first, and
-    /// on a terminal start on a clean screen).
+    /// on a terminal start on a clean screen under the title and sizes lines).
     void section(const std::string& title);
-    /// A paragraph of prose, wrapped to 88 columns; a shape such as
-    /// [128, 8, 64, 64] is never split across lines.
+    /// A paragraph of prose, wrapped to 88 columns, each line indented by
+    /// the text's leading spaces; a shape such as [128, 8, 64, 64] is never
+    /// split across lines.
     void say(const std::string& text);
     /// The PyTorch line and the C++ line of a step that makes no tensor.
     /// The C++ line is code of this lesson (tests check it in the source).
@@ -200,7 +203,7 @@ private:
                    const std::string& title, const std::string& row_label,
                    const std::string& col_label, bool diverging);
     void ask_shape(const std::string& lhs, const std::string& name, const Values& v,
-                   const std::string& dims);
+                   const std::string& dims, const std::string& torch);
     std::string with_sizes(const std::string& dims) const;
     std::vector<std::string> explored_;  // explorer.js's datasets so far
     int sections_ = 0;

@@ -84,7 +84,8 @@ try:
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     check(f"loads with no console errors ({len(errors)}: {errors[:2]})", not errors)
     cells = browser.find_elements(By.CSS_SELECTOR, ".cell")
-    check(f"all heads: {len(cells)} cells, 2 heads of 4 x 4", len(cells) == w[0].size)
+    H, T = w.shape[1], w.shape[2]  # --tiny's, lesson 16's too
+    check(f"all heads: {len(cells)} cells, {H} heads of {T} x {T}", len(cells) == w[0].size)
     text = hover(0, 3, 1)
     check(f"hover head 0 (3, 1): '{text}' shows {w[0, 0, 3, 1]:.4f}",
           text == f"head 0, query 3, key 1: weight {w[0, 0, 3, 1]:.4f}")
@@ -100,7 +101,7 @@ try:
     browser.find_element(By.CSS_SELECTOR, '.cell[data-head="1"][data-row="2"][data-col="0"]').click()
     bars = browser.find_elements(By.CSS_SELECTOR, "#row .bar-row")
     check(f"a click on query 2 draws its {len(bars)} keys as bars",
-          len(bars) == 4 and bars[0].text.endswith(f"{w[0, 1, 2, 0]:.4f}"))
+          len(bars) == T and bars[0].text.endswith(f"{w[0, 1, 2, 0]:.4f}"))
 
     sets = Select(browser.find_element(By.ID, "dataset"))
     sets.select_by_index(1)  # lesson 16: decoding
@@ -108,7 +109,7 @@ try:
           browser.find_element(By.ID, "position-box").is_displayed())
     future = browser.find_elements(By.CSS_SELECTOR, ".cell.future")
     check(f"at position 0 the later queries are dimmed ({len(future)} cells)",
-          len(future) == 2 * 3 * 4)
+          len(future) == H * (T - 1) * T)
     sets.select_by_index(2)  # lesson 19: training frames
     frame = browser.find_element(By.ID, "frame")
     check("lesson 19's data shows the frame slider", frame.is_displayed())
@@ -134,8 +135,9 @@ try:
     problems = browser.find_element(By.ID, "problems").text
     options = Select(browser.find_element(By.ID, "dataset")).options
     check(f"bad datasets left out, each with its reason ({problems!r})",
-          "data 1 (05_softmax) left out: frame 0 has 33 weights, not heads x rows x cols = 32" in problems
-          and "data 3 (05_softmax) left out: masked is not null or 32 flags" in problems
+          f"data 1 (05_softmax) left out: frame 0 has {w[0].size + 1} weights, "
+          f"not heads x rows x cols = {w[0].size}" in problems
+          and f"data 3 (05_softmax) left out: masked is not null or {w[0].size} flags" in problems
           and "data 4 (?) left out: not an object" in problems and len(options) == 2)
     check("a name holding HTML is shown as text",
           not browser.find_elements(By.TAG_NAME, "img") and "<img" in options[1].text)
