@@ -203,6 +203,11 @@ TEST_CASE("npy, found by fuzzing: a bool file's bytes must be 0 or 1") {
     CHECK_THROWS_WITH_AS(mha::load_npy_bool(d.file("b.npy"), "mask", 1),
                          doctest::Contains("byte 82 at element 2 is not a bool (0 or 1)"),
                          std::invalid_argument);
+    // 2, the first byte past a bool (scripts/mutants.txt: npy_bool_byte)
+    write_all(d.file("two.npy"), npy_bytes(1, h, std::string("\x01\x02\x00", 3)));
+    CHECK_THROWS_WITH_AS(mha::load_npy_bool(d.file("two.npy"), "mask", 1),
+                         doctest::Contains("byte 2 at element 1 is not a bool"),
+                         std::invalid_argument);
     write_all(d.file("ok.npy"), npy_bytes(1, h, std::string("\x01\x00\x01", 3)));
     const auto m = mha::load_npy_bool(d.file("ok.npy"), "mask", 1);
     CHECK((m(0) && !m(1) && m(2)));
