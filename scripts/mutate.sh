@@ -92,7 +92,8 @@ except OSError:
 EOF
 )
   if [ "$n" != 1 ]; then
-    echo "mutant ${names[$i]}: '${froms[$i]}' occurs $n times in ${files[$i]}, not once" >&2
+    echo "mutant ${names[$i]}: '${froms[$i]}'" >&2
+    echo "  occurs $n times in ${files[$i]}, not once" >&2
     bad=1
   fi
 done
@@ -121,7 +122,8 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  cmake -S "$COPY" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
+  cmake -S "$COPY" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+    >/dev/null
 fi
 jobs=$(nproc)
 echo "building the unmutated copy in $BUILD ..."
