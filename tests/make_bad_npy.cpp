@@ -9,6 +9,8 @@
 // (DIR/gqa: k_proj [4, 12]), a folder
 // with two layouts (DIR/both), one with none (DIR/none), a [5, 5] tril
 // keep-mask as float (DIR/tril.npy), one of the wrong size (DIR/tril_4.npy),
+// tril and the case's key padding as one [2, 5, 5] keep-mask
+// (DIR/tril_padded.npy: what --causal --key-padding-mask must give),
 // a bool [4, 4] attn_mask (DIR/mask_4x4.npy), a rank-4 input (rank4.npy) and
 // a rank-5 file (rank5.npy).
 #include <cstdio>
@@ -98,6 +100,11 @@ int main(int argc, char** argv) {
         mha::save_npy(dir + "/tril.npy", ones);
         const xt::xtensor<float, 2> small = xt::cast<float>(xt::view(mha::causal_mask(4, 4), 0, 0));
         mha::save_npy(dir + "/tril_4.npy", small);
+        const std::string padding = std::string(argv[2]) + "/key_padding_mask.npy";
+        const mha::Mask padded = mha::combine_masks(
+            *mha::load_torch_masks("", padding, 2, 3, 5, 5).keep, tril);  // [2, 1, 5, 5]
+        const xt::xtensor<bool, 3> keep3 = xt::view(padded, xt::all(), 0);  // [2, 5, 5]
+        mha::save_npy(dir + "/tril_padded.npy", keep3);
         std::printf("and the state_dict layouts and keep-masks\n");
     }
     return 0;

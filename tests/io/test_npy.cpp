@@ -169,6 +169,22 @@ TEST_CASE("npy, found by fuzzing: format versions 2 and 3 are read, not only che
     }
 }
 
+TEST_CASE("npy: a version 1.0 header past 255 bytes is read whole") {
+    TempDir d("long_header");
+    // The format pads the dict with spaces; here to 310 bytes, so that the
+    // header's length needs both of its bytes (scripts/mutants.txt:
+    // npy_header_length_low_byte read only the first).
+    const std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }" +
+                          std::string(250, ' ');
+    const std::string bytes = npy_bytes(1, h, floats({1.5f, -2.0f}));
+    REQUIRE(bytes[9] == 1);  // 320 - 10 = 310 = 0x136
+    write_all(d.file("long.npy"), bytes);
+    const auto x = mha::load_npy_float(d.file("long.npy"), "x", 1);
+    REQUIRE(x.size() == 2);
+    CHECK(x(0) == 1.5f);
+    CHECK(x(1) == -2.0f);
+}
+
 TEST_CASE("npy, found by fuzzing: malformed headers are refused by name, with no UB") {
     TempDir d("headers");
     const std::string two = floats({1.0f, 2.0f});
@@ -202,6 +218,11 @@ TEST_CASE("npy, found by fuzzing: a bool file's bytes must be 0 or 1") {
     write_all(d.file("b.npy"), npy_bytes(1, h, std::string("\x01\x00\x52", 3)));
     CHECK_THROWS_WITH_AS(mha::load_npy_bool(d.file("b.npy"), "mask", 1),
                          doctest::Contains("byte 82 at element 2 is not a bool (0 or 1)"),
+                         std::invalid_argument);
+    // 2, the first byte past a bool (scripts/mutants.txt: npy_bool_byte)
+    write_all(d.file("two.npy"), npy_bytes(1, h, std::string("\x01\x02\x00", 3)));
+    CHECK_THROWS_WITH_AS(mha::load_npy_bool(d.file("two.npy"), "mask", 1),
+                         doctest::Contains("byte 2 at element 1 is not a bool"),
                          std::invalid_argument);
     write_all(d.file("ok.npy"), npy_bytes(1, h, std::string("\x01\x00\x01", 3)));
     const auto m = mha::load_npy_bool(d.file("ok.npy"), "mask", 1);
