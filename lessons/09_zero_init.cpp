@@ -22,8 +22,7 @@
 namespace {
 
 // Frobenius norm (in double) of a tensor, or of a view such as head h's rows.
-template <class T>
-double norm(const T& g) {
+template <class T> double norm(const T& g) {
     double s = 0;
     for (float x : g) s += double(x) * x;
     return std::sqrt(s);
@@ -56,7 +55,7 @@ std::string per_head(const mha::Tensor2& g, std::size_t H, std::size_t D, double
 
 int main(int argc, char** argv) {
     lesson::Info info{"09_zero_init", "pitfall: zero and constant init", false, 0};
-    info.default_batch = 32;  // what it shows holds at any batch; 8 passes of 128 took 3 s
+    info.default_batch = 32;  // its claims hold at any batch; 8 passes of 128 took 3 s
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, D = E / H;

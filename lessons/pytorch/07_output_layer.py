@@ -3,7 +3,7 @@ nn.MultiheadAttention for the cross-attention, on the lesson's weights."""
 import sys
 
 from common import Lesson, torch  # first: without PyTorch it exits 77 (skipped)
-from articles import FourLinearLayers, HandwrittenCourse
+import articles  # the articles' classes (it imports torch)
 
 L = Lesson("07_output_layer", sys.argv)
 with torch.no_grad():
@@ -15,13 +15,13 @@ with torch.no_grad():
              for p in ["weight", "bias"]}
 
     L.section("1. The output layer w_o, written out")
-    four = FourLinearLayers(d_model, n_head)
+    four = articles.FourLinearLayers(d_model, n_head)
     four.load_state_dict(state)
     mask = torch.tril(torch.ones(time, time))                   # 1 = may attend
     L.show("four-linear-layers: model(X, X, X, mask)", "output", four(X, X, X, mask))
 
     L.section("2. The same module, fast")
-    hand = HandwrittenCourse(d_model, n_head)
+    hand = articles.HandwrittenCourse(d_model, n_head)
     renamed = {"wq": "w_q", "wk": "w_k", "wv": "w_v", "fc_out": "w_combine"}
     hand.load_state_dict({renamed[k.split(".")[0]] + "." + k.split(".")[1]: v
                           for k, v in state.items()})
