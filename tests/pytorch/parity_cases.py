@@ -6,9 +6,14 @@ Needs Debian's python3-torch and python3-numpy.
 """
 import json
 import pathlib
+import sys
 
-import numpy as np
-import torch
+try:
+    import numpy as np
+    import torch
+except ImportError as e:  # as the suite's scripts: skipped (77) without PyTorch
+    print(f"skipped: needs Debian's python3-torch and python3-numpy ({e})")
+    sys.exit(77)
 
 
 def write_case(folder, seed, B, Tq, Tk, E, H, cross=False, attn_mask=None,
