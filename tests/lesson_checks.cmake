@@ -211,7 +211,6 @@ elseif(MODE STREQUAL "timing_verdicts")
   set(num "([0-9.]+)")
   set(spread "${num} \\(${num}-${num}\\) +")
   string(REGEX MATCHALL "\n +[0-9]+ +[0-9]+  ${spread}${spread}[^\n]*" rows "${o}")
-  set(counts 0 0 0)  # view faster, copy faster, within noise
   set(n 0)
   foreach(row IN LISTS rows)
     if(row MATCHES "  ${spread}${spread}too short to time$")
