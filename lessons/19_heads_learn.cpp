@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "mha/loss.hpp"
-#include "mha/sequence_model.hpp"
+#include "mha/model/loss.hpp"
+#include "mha/model/sequence_model.hpp"
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {

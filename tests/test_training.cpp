@@ -11,11 +11,11 @@
 #include <functional>
 #include <vector>
 
-#include "mha/embedding.hpp"
-#include "mha/loss.hpp"
-#include "mha/optim.hpp"
+#include "mha/model/embedding.hpp"
+#include "mha/model/loss.hpp"
+#include "mha/model/optim.hpp"
 #include "mha/reference.hpp"
-#include "mha/sequence_model.hpp"
+#include "mha/model/sequence_model.hpp"
 #include "worst.hpp"
 
 namespace {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "mha/backward.hpp"
-#include "mha/loss.hpp"
-#include "mha/optim.hpp"
-#include "mha/sequence_model.hpp"
+#include "mha/model/loss.hpp"
+#include "mha/model/optim.hpp"
+#include "mha/model/sequence_model.hpp"
 
 namespace {
 

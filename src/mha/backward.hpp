@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "mha/attention.hpp"
-#include "mha/optim.hpp"
+#include "mha/model/optim.hpp"
 
 namespace mha {
 

@@ -1,7 +1,7 @@
 // Training, 4: embedding + positions, one attention layer, a read-out.
 //
 // B batch, T positions, V vocabulary size, E embed_dim.
-#include "mha/sequence_model.hpp"
+#include "mha/model/sequence_model.hpp"
 
 #include <string>
 

@@ -1,5 +1,5 @@
 // Training, 3: the two update rules.
-#include "mha/optim.hpp"
+#include "mha/model/optim.hpp"
 
 #include <cmath>
 

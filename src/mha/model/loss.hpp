@@ -4,7 +4,7 @@
 /// B batch, T positions, V vocabulary size.
 #pragma once
 
-#include "mha/embedding.hpp"
+#include "mha/model/embedding.hpp"
 
 namespace mha {
 

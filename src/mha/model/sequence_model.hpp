@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "mha/backward.hpp"
-#include "mha/embedding.hpp"
-#include "mha/optim.hpp"
+#include "mha/model/embedding.hpp"
+#include "mha/model/optim.hpp"
 
 namespace mha {
 

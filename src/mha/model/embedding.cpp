@@ -1,7 +1,7 @@
 // Training, 1: the token table and the positions' sines and cosines.
 //
 // B batch, T positions, V vocabulary size, E embed_dim.
-#include "mha/embedding.hpp"
+#include "mha/model/embedding.hpp"
 
 #include <cmath>
 #include <string>

@@ -1,7 +1,7 @@
 // Training, 2: the loss of a prediction over V tokens at every position.
 //
 // B batch, T positions, V vocabulary size.
-#include "mha/loss.hpp"
+#include "mha/model/loss.hpp"
 
 #include <cmath>
 #include <string>
