@@ -184,4 +184,9 @@ void MultiHeadAttention::trace_into(ForwardTrace& t, const Tensor3& query,
     fast::forward(*this, {query, key, value, mask, fill, score_bias}, t, true);
 }
 
+void MultiHeadAttention::trace_into(ForwardTrace& t, const Tensor3& query,
+                                    const Tensor3& key, const Tensor3& value, Causal) const {
+    fast::forward(*this, {query, key, value, nullptr, kNegInf, nullptr, true, true}, t, true);
+}
+
 }  // namespace mha

@@ -171,6 +171,13 @@ public:
                     float fill = kNegInf,
                     const Tensor4* score_bias = nullptr) const;
 
+    /// trace_into() under a causal mask without a mask tensor: query i sees
+    /// keys 0..i (what a language model's every layer runs).
+    /// @param t the tensors to fill; any shapes on entry
+    /// @param query, key, value as for forward(), with Tq = Tk
+    void trace_into(ForwardTrace& t, const Tensor3& query, const Tensor3& key,
+                    const Tensor3& value, Causal) const;
+
     /// Self-attention of a prompt, causal, that also keeps its keys and
     /// values in @p cache for decode() to continue from (make_cache() in
     /// kv_cache.hpp). The output equals forward(prompt, prompt, prompt)

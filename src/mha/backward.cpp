@@ -132,4 +132,11 @@ AttentionGrads backward_self_attention(const MultiHeadAttention& m, const Forwar
     return fast::backward(m, {x, x, x, mask, fill, score_bias}, trace, d_output, true);
 }
 
+AttentionGrads backward_self_attention(const MultiHeadAttention& m, const ForwardTrace& trace,
+                                       const Tensor3& x, const Tensor3& d_output, Causal) {
+    // a hidden key's weight is exactly 0, so the gradient needs no mask tensor
+    return fast::backward(m, {x, x, x, nullptr, kNegInf, nullptr, true, true}, trace, d_output,
+                          true);
+}
+
 }  // namespace mha

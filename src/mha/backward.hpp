@@ -123,6 +123,15 @@ AttentionGrads backward_self_attention(const MultiHeadAttention& m, const Forwar
                                        const Mask* mask = nullptr, float fill = kNegInf,
                                        const Tensor4* score_bias = nullptr);
 
+/// backward_self_attention() of a causal trace (trace_into() with mha::causal).
+/// @param m        the module
+/// @param trace    what m.trace_into(t, x, x, x, mha::causal) filled
+/// @param x        `[B, T, E]`
+/// @param d_output dL/d output `[B, T, E]`
+/// @return         the four layers' gradients and `input`
+AttentionGrads backward_self_attention(const MultiHeadAttention& m, const ForwardTrace& trace,
+                                       const Tensor3& x, const Tensor3& d_output, Causal);
+
 /// The module's eight parameters paired with their gradients, in a fixed
 /// order: wq, wk, wv, w_o, each .weight then .bias; what Sgd::step() and
 /// Adam::step() take.

@@ -1,0 +1,91 @@
+/// @file block.hpp
+/// @brief The block, 3: the pre-norm Transformer block around attention.
+///
+/// B batch, T positions, E embed_dim, H heads, F hidden.
+#pragma once
+#include <cstdint>
+
+#include "mha/backward.hpp"
+#include "mha/model/feed_forward.hpp"
+#include "mha/model/layer_norm.hpp"
+
+namespace mha {
+
+/// @addtogroup block
+/// @{
+
+/// One pre-norm block, as `nn.TransformerEncoderLayer(E, H, F, dropout=0,
+/// activation="gelu", batch_first=True, norm_first=True)`:
+/// \f$x_1 = x + \mathrm{attn}(\mathrm{norm_1}(x))\f$, then
+/// \f$y = x_1 + \mathrm{ff}(\mathrm{norm_2}(x_1))\f$.
+/// The two `x +` are the residual connections: each sub-layer adds what it
+/// found to the stream instead of replacing it, so a gradient always has the
+/// identity path back. No dropout (the lessons train without it).
+/// PyTorch's names: `self_attn.in_proj_weight` is wq, wk, wv stacked
+/// `[3E, E]`, `self_attn.out_proj` is w_o, `linear1`, `linear2` are ff's,
+/// `norm1`, `norm2` (io/model_io.hpp reads and writes them).
+struct Block {
+    MultiHeadAttention self_attn;  ///< E, H
+    FeedForward ff;                ///< E -> F -> E
+    LayerNorm norm1;               ///< before attention, E
+    LayerNorm norm2;               ///< before the feed-forward, E
+    /// @param embed_dim E, @param num_heads H dividing E, @param hidden F
+    /// @param seed the weights' seed: attention as nn.MultiheadAttention
+    ///        initialises itself, the feed-forward as nn.Linear, norms 1 and 0
+    Block(std::size_t embed_dim, std::size_t num_heads, std::size_t hidden,
+          std::uint64_t seed);
+};
+
+/// What the forward keeps for the backward.
+struct BlockTrace {
+    NormTrace n1;            ///< norm1's
+    Tensor3 h1;              ///< norm1(x), attention's input `[B, T, E]`
+    ForwardTrace attn;       ///< attention's, weights `[B, H, T, T]`
+    Tensor3 x1;              ///< x + attn(h1) `[B, T, E]`
+    NormTrace n2;            ///< norm2's
+    Tensor3 h2;              ///< norm2(x1), the feed-forward's input `[B, T, E]`
+    FeedForwardTrace ff;     ///< the feed-forward's
+};
+
+/// Every gradient of one block.
+struct BlockGrads {
+    AttentionGrads self_attn;  ///< wq, wk, wv, w_o
+    FeedForwardGrads ff;       ///< linear1, linear2
+    NormGrad norm1;            ///< norm1's weight and bias
+    NormGrad norm2;            ///< norm2's weight and bias
+};
+
+/// The forward.
+/// @param blk    the block
+/// @param x      `[B, T, E]`
+/// @param causal whether query i sees only keys 0..i
+/// @param keep   nullptr, or where block_backward()'s inputs go
+/// @return       `[B, T, E]`
+/// @throws std::invalid_argument when x's last size is not E.
+Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal,
+                      BlockTrace* keep = nullptr);
+
+/// The backward, the forward in reverse: the feed-forward's branch adds to
+/// the residual's dy, then the attention branch's to that.
+/// @param blk    the block
+/// @param t      what block_forward() kept
+/// @param dy     dL/dy `[B, T, E]`
+/// @param causal as in the forward
+/// @param g      gets every parameter's gradient
+/// @return       dL/dx `[B, T, E]`
+Tensor3 block_backward(const Block& blk, const BlockTrace& t, const Tensor3& dy, bool causal,
+                       BlockGrads& g);
+
+/// The block's parameters and gradients, named as in PyTorch where one
+/// tensor is one tensor (`norm1.weight`, `linear1.bias`) and
+/// `self_attn.wq.weight` etc. for the parts of in_proj.
+/// @param blk    the block, updated through the result
+/// @param g      its gradients, which must outlive the result
+/// @param prefix put before each name, e.g. "layers.0."
+/// @return       sixteen parameters
+std::vector<Parameter> parameters(Block& blk, const BlockGrads& g,
+                                  const std::string& prefix = "");
+
+/// @}
+
+}  // namespace mha
