@@ -20,29 +20,7 @@
 
 namespace {
 
-// Worst relative error of @p analytic against finite differences of
-// @p loss over every float of @p x.
-template <class T, class G>
-double fd_error(T& x, const G& analytic, const std::function<double()>& loss,
-                double floor) {
-    double worst = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        const float keep = x.data()[i];
-        auto central = [&](float h) {
-            x.data()[i] = keep + h;
-            const double hi = x.data()[i], up = loss();
-            x.data()[i] = keep - h;
-            const double lo = x.data()[i], down = loss();
-            x.data()[i] = keep;
-            return (up - down) / (hi - lo);
-        };
-        const double fd = (4.0 * central(1e-2f) - central(2e-2f)) / 3.0;
-        const double an = analytic.data()[i];
-        mha_test::keep_worst(worst, std::fabs(fd - an) /
-                                        std::max({std::fabs(fd), std::fabs(an), floor}));
-    }
-    return worst;
-}
+using mha_test::fd_error;
 
 mha::Tokens tokens_of(std::vector<std::vector<int>> rows) {
     mha::Tokens t = mha::Tokens::from_shape({rows.size(), rows[0].size()});

@@ -88,7 +88,7 @@ ModelGrads backward(const LanguageModel& m, const ModelTrace& t, const Tokens& t
 /// tok_emb, pos_emb, each block's sixteen (parameters(Block&, ...)), norm, head.
 /// @param m the model, updated through the result
 /// @param g its gradients, which must outlive the result
-/// @return  4 + 16 L + 4 parameters
+/// @return  2 + 16 L + 4 parameters
 std::vector<Parameter> parameters(LanguageModel& m, const ModelGrads& g);
 
 /// @}

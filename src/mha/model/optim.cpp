@@ -20,7 +20,12 @@ Adam::Adam(float lr, float beta1, float beta2, float eps)
     }
 }
 
-void Adam::step(const std::vector<Parameter>& params) {
+void Adam::set_lr(float lr) {
+    if (!(lr > 0)) fail("Adam: lr must be > 0, got " + std::to_string(lr));
+    lr_ = lr;
+}
+
+void Adam::step(const std::vector<Parameter>& params, float grad_scale) {
     if (t_ == 0) {
         for (const Parameter& p : params) {
             m_.emplace_back(p.size, 0.0f);
@@ -45,7 +50,7 @@ void Adam::step(const std::vector<Parameter>& params) {
         std::vector<float>& m = m_[k];
         std::vector<float>& v = v_[k];
         for (std::size_t i = 0; i < p.size; ++i) {
-            const float g = p.grad[i];
+            const float g = grad_scale * p.grad[i];
             m[i] = beta1_ * m[i] + (1 - beta1_) * g;
             v[i] = beta2_ * v[i] + (1 - beta2_) * g * g;
             p.value[i] -= lr_ * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps_);

@@ -46,8 +46,15 @@ public:
     /// One update. The first call fixes the parameters' count and sizes.
     /// @param params the parameters and their gradients, in the same order
     ///               every step
+    /// @param grad_scale every gradient is read times this: what
+    ///               `clip_grad_norm_` leaves in `.grad` (train.hpp's clip_scale())
     /// @throws std::invalid_argument when they differ from the first call's.
-    void step(const std::vector<Parameter>& params);
+    void step(const std::vector<Parameter>& params, float grad_scale = 1.0f);
+    /// @return \f$\eta\f$, the learning rate of the next step
+    float lr() const { return lr_; }
+    /// What a learning-rate schedule changes between steps.
+    /// @param lr the new \f$\eta\f$, above 0
+    void set_lr(float lr);
 
     /// @return t, the steps taken
     int steps() const { return t_; }
