@@ -58,4 +58,8 @@ int run_decode();
 /// its peak memory against the tensors that must exist. @return the exit code
 int run_long();
 
+/// `mha_bench --model`: a training step of the language model against the
+/// sgemm roofline. @return the exit code
+int run_model();
+
 }  // namespace bench

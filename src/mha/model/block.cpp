@@ -1,7 +1,11 @@
 // The block, 3: x + attn(norm1(x)), then x + ff(norm2(x)).
 //
-// B batch, T positions, E embed_dim, H heads, F hidden.
+// B batch, T positions, E embed_dim, H heads, F hidden. The stages are the
+// teaching core's layer_norm() and feed_forward(), run by the engine
+// (fast/dense.hpp) over the cores; tests hold the two together.
 #include "mha/model/block.hpp"
+
+#include "mha/fast/dense.hpp"
 
 namespace mha {
 
@@ -17,25 +21,25 @@ Block::Block(std::size_t embed_dim, std::size_t num_heads, std::size_t hidden,
 Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal, BlockTrace* keep) {
     BlockTrace local;
     BlockTrace& t = keep ? *keep : local;
-    t.h1 = layer_norm(x, blk.norm1, &t.n1);                    // [B, T, E]
+    t.h1 = fast::layer_norm(x, blk.norm1, &t.n1);                 // [B, T, E]
     if (causal)
         blk.self_attn.trace_into(t.attn, t.h1, t.h1, t.h1, mha::causal);
     else
         blk.self_attn.trace_into(t.attn, t.h1, t.h1, t.h1);    // weights [B, H, T, T]
     t.x1 = x + t.attn.output;                                  // [B, T, E] residual
-    t.h2 = layer_norm(t.x1, blk.norm2, &t.n2);                 // [B, T, E]
-    return t.x1 + feed_forward(t.h2, blk.ff, &t.ff);           // [B, T, E] residual
+    t.h2 = fast::layer_norm(t.x1, blk.norm2, &t.n2);              // [B, T, E]
+    return t.x1 + fast::feed_forward(t.h2, blk.ff, &t.ff);     // [B, T, E] residual
 }
 
 Tensor3 block_backward(const Block& blk, const BlockTrace& t, const Tensor3& dy, bool causal,
                        BlockGrads& g) {
     // y = x1 + ff(h2): dy reaches x1 twice, directly and through the branch
-    const Tensor3 d_h2 = feed_forward_backward(t.h2, t.ff, dy, blk.ff, g.ff);
-    Tensor3 d_x1 = dy + layer_norm_backward(t.n2, d_h2, blk.norm2, g.norm2);  // [B, T, E]
+    const Tensor3 d_h2 = fast::feed_forward_backward(t.h2, t.ff, dy, blk.ff, g.ff);
+    Tensor3 d_x1 = dy + fast::layer_norm_backward(t.n2, d_h2, blk.norm2, g.norm2);  // [B, T, E]
     // x1 = x + attn(h1): the same again; h1 fed query, key and value
     g.self_attn = causal ? backward_self_attention(blk.self_attn, t.attn, t.h1, d_x1, mha::causal)
                          : backward_self_attention(blk.self_attn, t.attn, t.h1, d_x1);
-    return d_x1 + layer_norm_backward(t.n1, g.self_attn.input, blk.norm1, g.norm1);
+    return d_x1 + fast::layer_norm_backward(t.n1, g.self_attn.input, blk.norm1, g.norm1);
 }
 
 std::vector<Parameter> parameters(Block& blk, const BlockGrads& g, const std::string& prefix) {

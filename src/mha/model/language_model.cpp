@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "mha/fast/dense.hpp"
+
 namespace mha {
 
 ModelConfig LanguageModel::config() const {
@@ -47,8 +49,8 @@ ModelTrace forward(const LanguageModel& m, const Tokens& tokens) {
             for (std::size_t c = 0; c < m.tok_emb.dim(); ++c) t.x[0](b, i, c) += m.pos_emb.weight(i, c);
     for (std::size_t l = 0; l < L; ++l)  // [B, T, E] -> [B, T, E], causal
         t.x[l + 1] = block_forward(m.layers[l], t.x[l], true, &t.layers[l]);
-    t.h = layer_norm(t.x[L], m.norm, &t.norm);  // [B, T, E]
-    t.logits = linear(t.h, m.head);             // [B, T, V]
+    t.h = fast::layer_norm(t.x[L], m.norm, &t.norm);  // [B, T, E]
+    t.logits = fast::linear(t.h, m.head);             // [B, T, V]
     return t;
 }
 
@@ -61,8 +63,8 @@ ModelGrads backward(const LanguageModel& m, const ModelTrace& t, const Tokens& t
     }
     ModelGrads g;
     g.layers.resize(L);
-    Tensor3 dx = linear_backward(t.h, d_logits, m.head, g.head);  // d h [B, T, E]
-    dx = layer_norm_backward(t.norm, dx, m.norm, g.norm);         // d x[L]
+    Tensor3 dx = fast::linear_backward(t.h, d_logits, m.head, g.head);  // d h [B, T, E]
+    dx = fast::layer_norm_backward(t.norm, dx, m.norm, g.norm);   // d x[L]
     for (std::size_t l = L; l-- > 0;)                              // d x[l]
         dx = block_backward(m.layers[l], t.layers[l], dx, true, g.layers[l]);
     g.tok_emb = embed_backward(m.tok_emb, tokens, dx);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <string>
 
+#include "mha/fast/dense.hpp"
+
 namespace mha {
 
 float LrSchedule::at(int step) const {
@@ -51,7 +53,7 @@ StepReport update(Adam& opt, const std::vector<Parameter>& params, const CrossEn
 StepReport train_step(LanguageModel& m, Adam& opt, const TokenBatch& batch, ModelTrace& trace,
                       double clip) {
     trace = forward(m, batch.x);                                  // logits [B, T, V]
-    const CrossEntropy ce = cross_entropy(trace.logits, batch.y);  // d_logits [B, T, V]
+    const CrossEntropy ce = fast::cross_entropy(trace.logits, batch.y);  // d_logits [B, T, V]
     const ModelGrads g = backward(m, trace, batch.x, ce.d_logits);
     return update(opt, parameters(m, g), ce, clip);
 }

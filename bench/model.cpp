@@ -1,0 +1,82 @@
+// Part of mha_bench: `mha_bench --model`, a training step of the language
+// model (src/mha/model/) against this machine's sgemm.
+//
+// The model is B 32, T 128, E 256, H 8, F 1024, L 4, V 4000 (about 5.2 M
+// parameters). A step is train_step(): forward, cross-entropy, backward,
+// clipping and Adam. Its FLOPs are 3x the forward's matrix products (the
+// backward does two products for each of the forward's): per layer the four
+// projections 8 N E^2, Q K^T and weights x V 4 N T E (every score, as the
+// articles count), the feed-forward 4 N E F; then the head 2 N E V; N = B T.
+// First each part on its own (median of N runs), then the whole step paired
+// with an sgemm timed just before it, N times; the last line is
+//   train step B32 T128 E256 L4: median 0.123 s, 1.31x roofline (sgemm 350.1 GFLOP/s)
+#include <cstdio>
+#include <vector>
+
+#include "common.hpp"
+#include "mha/fast/blas.hpp"
+#include "mha/fast/dense.hpp"
+#include "mha/model/train.hpp"
+
+namespace bench {
+
+namespace {
+
+double sgemm_gflops() {
+    constexpr std::size_t n = 2048;
+    static std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+    const double s = median_seconds([&] {
+        mha::fast::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false, c.data(), n);
+    }, 1);
+    return 2.0 * n * n * n / s / 1e9;
+}
+
+}  // namespace
+
+int run_model() {
+    const std::size_t B = 32, T = 128, E = 256, H = 8, F = 1024, L = 4, V = 4000;
+    const double N = double(B * T);
+    const double layer = 8 * N * E * E + 4 * N * T * E + 4 * N * E * F;
+    const double step_flops = 3 * (L * layer + 2 * N * E * V);
+    mha::LanguageModel m = mha::make_language_model({V, T, E, H, F, L}, 1);
+    mha::Rng rng(2);
+    mha::TokenBatch batch{mha::Tokens::from_shape({B, T}), mha::Tokens::from_shape({B, T})};
+    for (auto& id : batch.x) id = std::int32_t(rng.uniform(0.0f, float(V))) % int(V);
+    for (auto& id : batch.y) id = std::int32_t(rng.uniform(0.0f, float(V))) % int(V);
+    std::printf("training step of the language model: B %zu, T %zu, E %zu, H %zu, F %zu, "
+                "L %zu, V %zu; %.1f GFLOP a step; median of %d runs\n", B, T, E, H, F, L, V,
+                step_flops / 1e9, g_runs);
+    double peak = sgemm_gflops();
+    std::printf("  sgemm: %.1f GFLOP/s (2048^3, one run)\n", peak);
+
+    mha::ModelTrace t;
+    mha::CrossEntropy ce;
+    mha::ModelGrads g;
+    mha::Adam adam(1e-4f);
+    const double fwd = median_seconds([&] { t = mha::forward(m, batch.x); });
+    const double loss = median_seconds([&] { ce = mha::fast::cross_entropy(t.logits, batch.y); });
+    const double bwd = median_seconds([&] { g = mha::backward(m, t, batch.x, ce.d_logits); });
+    const double opt = median_seconds([&] { adam.step(mha::parameters(m, g)); });
+    const double whole = fwd + loss + bwd + opt;
+    auto part = [&](const char* what, double s) {
+        std::printf("  %-14s %8.4f s  %5.1f%%\n", what, s, 100 * s / whole);
+    };
+    part("forward", fwd);
+    part("cross-entropy", loss);
+    part("backward", bwd);
+    part("Adam", opt);
+
+    std::vector<double> step_s, ratios, peaks;
+    for (int r = 0; r < g_runs; ++r) {
+        const double p = sgemm_gflops();
+        const double s = median_seconds([&] { mha::train_step(m, adam, batch, t, 1.0); }, 1);
+        peaks.push_back(p);
+        step_s.push_back(s);
+        ratios.push_back(s / (step_flops / (p * 1e9)));
+    }
+    std::printf("train step B%zu T%zu E%zu L%zu: median %.3f s, %.2fx roofline (sgemm %.1f "
+                "GFLOP/s)\n", B, T, E, L, median(step_s), median(ratios), median(peaks));
+    return 0;
+}
+
+}  // namespace bench
