@@ -71,7 +71,7 @@ TEST_CASE("fast dense: layer_norm and its backward, at small and large scales") 
         }
 }
 
-TEST_CASE("fast dense: the feed-forward's GELU in vectors, within 2e-6 of erf's for |h| <= 10") {
+TEST_CASE("fast dense: the feed-forward's GELU in vectors, within 1e-6 of erf's for |h| <= 10") {
     // h from -10 to 10 through the identity layers: gelu itself, then its gradient
     const std::size_t n = 2001;
     mha::FeedForward f;
@@ -92,7 +92,7 @@ TEST_CASE("fast dense: the feed-forward's GELU in vectors, within 2e-6 of erf's 
     for (std::size_t i = 0; i < n; ++i)
         mha_test::keep_worst(worst_grad, std::fabs(dx(0, i, 0) - mha::gelu_grad(x(0, i, 0))));
     MESSAGE("gelu: worst absolute error " << worst << ", of its gradient " << worst_grad);
-    CHECK(worst < 2e-6);  // |h| up to 10: erf's 1.5e-7 times |h| / 2, plus float rounding
+    CHECK(worst < 1e-6);  // measured 4e-7; |h| up to 10: erf's 1.5e-7 times |h| / 2, plus float rounding
     CHECK(worst_grad < 1e-6);
     // and a real layer, against the teaching core's
     mha::Rng rng(13);
