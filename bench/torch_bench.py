@@ -26,8 +26,8 @@ trace() then backward(), every gradient filled on both sides): this
 machine's speed drifts by +-20% over seconds, and more rounds make the
 median steadier.
 
-After that, the two comparisons past the articles (--part picks one of
-article, decode, long; all by default):
+After that, the comparisons past the articles (--part picks one of
+article, decode, long, model; all by default):
 - decode: one new position per sequence through a KV cache, at T = 4096
   and B = 1, 8. PyTorch's side is a hand-written static cache, allocated
   once and written in place (k_cache[:, :, t] = k), then the attention math;
@@ -39,6 +39,12 @@ article, decode, long; all by default):
   process, and its figure is what its peak rose above the process's
   resident size before the call (PyTorch's own libraries left out); ours is
   the whole process's peak.
+- model: a training step of the language model of src/mha/model/ at B 32,
+  T 128, E 256, H 8, F 1024, L 4, V 4000: in PyTorch, nn.Embedding twice,
+  four nn.TransformerEncoderLayer(norm_first=True, GELU, dropout 0) under a
+  causal bool mask, nn.LayerNorm, nn.Linear; F.cross_entropy, backward,
+  clip_grad_norm_(1.0), Adam.step(). Ours is `mha_bench --model`'s
+  train_step. In turns, --rounds times: PyTorch, then ours.
 """
 import argparse
 import ctypes
@@ -56,7 +62,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=os.cpu_count())
 ap.add_argument("--runs", type=int, default=7)
 ap.add_argument("--rounds", type=int, default=7)
-ap.add_argument("--part", choices=["all", "article", "decode", "long"], default="all")
+ap.add_argument("--part", choices=["all", "article", "decode", "long", "model"], default="all")
 ap.add_argument("--child-long", type=int, help=argparse.SUPPRESS)
 args = ap.parse_args()
 if args.threads < 1 or args.rounds < 1 or not 5 <= args.runs <= 1000:
@@ -259,6 +265,57 @@ if args.part == "decode":
 if args.part == "long":
     compare_long()
     sys.exit(0)
+
+
+def torch_model_step_times(B=32, T=128, E=256, H=8, F=1024, L=4, V=4000):
+    """A training step of the same model, PyTorch's modules and autograd."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.ModuleDict(dict(
+        tok_emb=nn.Embedding(V, E), pos_emb=nn.Embedding(T, E),
+        layers=nn.ModuleList(nn.TransformerEncoderLayer(E, H, F, dropout=0.0, activation="gelu",
+                                                        batch_first=True, norm_first=True)
+                             for _ in range(L)),
+        norm=nn.LayerNorm(E), head=nn.Linear(E, V)))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    x = torch.randint(0, V, (B, T))
+    y = torch.randint(0, V, (B, T))
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    pos = torch.arange(T)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        h = model["tok_emb"](x) + model["pos_emb"](pos)
+        for layer in model["layers"]:
+            h = layer(h, src_mask=mask)
+        logits = model["head"](model["norm"](h))
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, V), y.view(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    return times(step)
+
+
+def compare_model():
+    print(f"\ntraining step of the language model, B 32 T 128 E 256 H 8 F 1024 L 4 V 4000, "
+          f"in turns (PyTorch, then mha_bench --model), {args.rounds} rounds; threads "
+          f"{args.threads}")
+    ratios = []
+    for r in range(args.rounds):
+        theirs = statistics.median(torch_model_step_times())
+        out = run_ours("--model")
+        m = re.search(r"^train step .*: median ([0-9.]+) s, ([0-9.]+)x roofline", out, re.M)
+        ours_s, roof = float(m.group(1)), float(m.group(2))
+        ratios.append(ours_s / theirs)
+        print(f"  round {r + 1}: PyTorch {theirs:.3f} s, ours {ours_s:.3f} s "
+              f"({ours_s / theirs:.2f}x PyTorch, {roof:.2f}x roofline)")
+    print(f"  median ratio: training step {statistics.median(ratios):.2f}x PyTorch's time")
+
+
+if args.part == "model":
+    compare_model()
+    sys.exit(0)
 before = time_pytorch()
 ours_out = run_ours()
 after = time_pytorch()
@@ -308,3 +365,4 @@ print(f"  median ratio: forward() {statistics.median(x for x, _ in ratios):.2f}x
 if args.part == "all":
     compare_decode()
     compare_long()
+    compare_model()

@@ -220,3 +220,22 @@ TEST_CASE("language model: bad sizes and tokens are one clear error") {
                          std::invalid_argument);
     CHECK_THROWS_AS(mha::make_language_model({5, 4, 8, 2, 8, 0}, 0), std::invalid_argument);
 }
+
+TEST_CASE("causal self-attention without a mask tensor: the trace and gradients of the masked one") {
+    // T = 40: blocks of 16 query rows, so the backward's causal skipping runs
+    mha::Rng rng(21);
+    const mha::MultiHeadAttention a(16, 4, mha::Init::torch(2));
+    const Tensor3 x = mha::randn(2, 40, 16, rng), dy = mha::randn(2, 40, 16, rng);
+    const mha::Mask mask = mha::causal_mask(40, 40);
+    mha::ForwardTrace with_mask, without;
+    a.trace_into(with_mask, x, x, x, &mask);
+    a.trace_into(without, x, x, x, mha::causal);
+    CHECK(rel_diff(without.output, to_double(with_mask.output)) < 1e-6);
+    const mha::AttentionGrads g1 = mha::backward_self_attention(a, with_mask, x, dy, &mask);
+    const mha::AttentionGrads g2 = mha::backward_self_attention(a, without, x, dy, mha::causal);
+    CHECK(rel_diff(g2.input, to_double(g1.input)) < 1e-6);
+    double worst = 0;
+    for (std::size_t i = 0; i < g1.wq.weight.size(); ++i)
+        mha_test::keep_worst(worst, std::fabs(g1.wq.weight.data()[i] - g2.wq.weight.data()[i]));
+    CHECK(worst < 1e-5);
+}

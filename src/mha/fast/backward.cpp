@@ -114,7 +114,8 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     // its score's gradient: then each block of query rows stops its products
     // at the last key its rows see (as the forward, attend_head.cpp), and
     // each block of keys starts at the first block of queries that sees it.
-    const bool may_skip = in.mask != nullptr && in.fill == kNegInf;
+    // A causal call without a mask tensor (mha::causal) hides keys past i the same way.
+    const bool may_skip = (in.mask != nullptr && in.fill == kNegInf) || in.causal;
     const std::size_t block = may_skip ? skip_block_rows(Tk) : std::max(Tq, Tk);
     const std::size_t blocks = (Tq + block - 1) / block;
     // dP: [Tq, Tk]; dctx_g: the group's d context [Tq, GD]
@@ -140,7 +141,9 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                           (q_finite || !any_nonfinite(q, Tq, D, E));
         for (std::size_t ib = 0; ib < blocks; ++ib) {
             const std::size_t i0 = ib * block, rows = std::min(block, Tq - i0);
-            std::size_t c = skip ? visible_columns(*in.mask, b, h, i0, rows, Tk) : Tk;
+            std::size_t c = !skip     ? Tk
+                            : in.causal ? std::min(Tk, i0 + rows)  // the block's last row sees 0..i0+rows-1
+                                        : visible_columns(*in.mask, b, h, i0, rows, Tk);
             if (c < Tk) c = std::max(c, kv_bad);
             cols[ib] = c;
             float* dp = dP + i0 * Tk;  // [rows, Tk]
