@@ -91,4 +91,15 @@ std::vector<Parameter> parameters(LanguageModel& m, const ModelGrads& g) {
     return p;
 }
 
+std::size_t parameter_count(const LanguageModel& m) {
+    std::size_t n = m.tok_emb.weight.size() + m.pos_emb.weight.size();
+    for (const Block& b : m.layers) {
+        for (const Linear* l : {&b.self_attn.wq, &b.self_attn.wk, &b.self_attn.wv,
+                                &b.self_attn.w_o, &b.ff.linear1, &b.ff.linear2})
+            n += l->weight.size() + l->bias.size();
+        n += 2 * b.norm1.dim() + 2 * b.norm2.dim();
+    }
+    return n + 2 * m.norm.dim() + m.head.weight.size() + m.head.bias.size();
+}
+
 }  // namespace mha

@@ -91,6 +91,11 @@ ModelGrads backward(const LanguageModel& m, const ModelTrace& t, const Tokens& t
 /// @return  2 + 16 L + 4 parameters
 std::vector<Parameter> parameters(LanguageModel& m, const ModelGrads& g);
 
+/// How many floats the model learns.
+/// @param m the model
+/// @return  V E + T_max E + L (4 E^2 + 2 E F + 9 E + F) + 2 E + E V + V
+std::size_t parameter_count(const LanguageModel& m);
+
 /// @}
 
 }  // namespace mha
