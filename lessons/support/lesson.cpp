@@ -87,6 +87,25 @@ std::string dump_help(const Info& info) {
 }
 
 void usage(const Info& info) {
+    if (info.fixed_sizes) {  // its words set the sizes: no size flags to list
+        std::printf(
+            "%s: %s\n\n"
+            "usage: %s [--tiny] [--pause] [--predict]\n"
+            "          [--svg DIR] [--dump DIR] [--help]\n\n"
+            "  --tiny       changes nothing: the sizes are the lesson's own (batch %zu,\n"
+            "               time %zu, d_model %zu, %zu heads), and it always prints the numbers\n"
+            "  --pause      wait for Enter between sections, for class\n"
+            "  --predict    before each shape, ask for it; score the answers at the end\n"
+            "  --svg DIR    %s\n"
+            "  --dump DIR   %s\n"
+            "  --help       this text\n",
+            info.name.c_str(), info.summary.c_str(), info.name.c_str(), info.default_batch,
+            info.default_time, info.default_d_model, info.default_heads,
+            info.draws ? "also write the pictures as SVG files in DIR"
+                       : "(this lesson draws no picture)",
+            dump_help(info).c_str());
+        return;
+    }
     std::string own, own_help;
     for (const Extra& x : info.extra) {
         own += " [" + x.flag + " " + x.meta + "]";
@@ -139,12 +158,14 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
     o.batch = info.default_batch, o.time = info.default_time, o.d_model = info.default_d_model;
     for (const Extra& x : info.extra) o.extra[x.flag] = x.value;
     bool sized = false;
+    std::string first_size;  // the first size flag (or --seed) given
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
         auto value = [&](std::size_t max) {
             ++i;
             sized = true;
+            if (first_size.empty()) first_size = a;
             return parse_size(a, next, max);
         };
         if (a == "--help" || a == "-h") help = true;
@@ -155,14 +176,17 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         else if (a == "--time") o.time = value(4096);
         else if (a == "--d-model") o.d_model = value(8192);
         else if (a == "--heads") o.heads = value(8192);
-        else if (a == "--seed") o.seed = parse_size(a, next, 1ULL << 62, 0), ++i;
+        else if (a == "--seed") {
+            o.seed = parse_size(a, next, 1ULL << 62, 0), ++i;
+            if (first_size.empty()) first_size = a;
+        }
         else if (a == "--svg") o.svg_dir = folder(a, next), ++i;
         else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
         else if (const Extra* x = find_extra(info, a)) o.extra[a] = parse_extra(*x, next), ++i;
         else throw BadFlag("unknown flag '" + a + "' (try --help)");
     }
     if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");
-    if (o.tiny) {
+    if (o.tiny && !info.fixed_sizes) {
         // T = 5 against D = 4: a student who swaps time and head_dim is caught.
         o.batch = info.tiny_batch, o.time = 5, o.d_model = 8;
         o.heads = info.heads_divide ? 2 : 3;
@@ -186,13 +210,32 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         throw BadFlag("--heads " + std::to_string(o.heads) + " divides --d-model " +
                       std::to_string(o.d_model) + ": pick one that does not");
     }
+    // Last, so that a size that is wrong anyway gets the message every lesson gives.
+    if (info.fixed_sizes && !first_size.empty()) {
+        throw BadFlag("fixed sizes (B " + std::to_string(info.default_batch) + ", T " +
+                      std::to_string(info.default_time) + ", E " +
+                      std::to_string(info.default_d_model) + ", H " +
+                      std::to_string(info.default_heads) + "), nothing random: no " + first_size);
+    }
     return o;
 }
 
-// Display width of UTF-8 text: count the bytes that start a character.
+// Display width of UTF-8 text: a column per character, two for a wide one
+// (Chinese, and full-width punctuation such as '，'), as a terminal shows them.
 int columns(const std::string& s) {
     int n = 0;
-    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    for (std::size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        const int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        unsigned cp = len == 1 ? c : c & (0x3F >> (len - 1));
+        for (int k = 1; k < len && i + k < s.size(); ++k) cp = cp << 6 | (s[i + k] & 0x3F);
+        const bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+                          (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+                          (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+                          (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x20000 && cp <= 0x3FFFD);
+        n += wide ? 2 : 1;
+        i += len;
+    }
     return n;
 }
 
@@ -471,9 +514,13 @@ void Lesson::section(const std::string& title) {
 
 void Lesson::print_header() const {
     std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
-    std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
-                "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,
-                static_cast<unsigned long long>(opt.seed));
+    if (info.fixed_sizes)
+        std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
+                    "set by its words\n", opt.batch, opt.time, opt.d_model, opt.heads);
+    else
+        std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
+                    "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,
+                    static_cast<unsigned long long>(opt.seed));
     if (!opt.svg_dir.empty() && !info.draws)
         std::printf("(this lesson draws no picture: --svg writes nothing)\n");
 }

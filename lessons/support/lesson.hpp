@@ -52,6 +52,9 @@ struct Info {
     std::size_t default_batch = 128, default_time = 64, default_d_model = 512;
     std::size_t tiny_batch = 1;
     std::vector<Extra> extra = {};
+    // Sizes set by the lesson's data (lesson 00's six words): the default_*
+    // above, at --tiny too, and --batch, --time, --d-model, --heads refused.
+    bool fixed_sizes = false;
 };
 
 /// Names for a grid's rows and columns, shown in place of their indices: the
