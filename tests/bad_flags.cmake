@@ -27,13 +27,6 @@ else()
   list(APPEND cases "--d-model 512 --heads 7|not divisible by num_heads 7"
                     "--d-model 512 --heads 7|try 4 or 8")
 endif()
-# Lesson 00's words fix its sizes and draw nothing at random: a size flag or
-# --seed is refused, naming it, after any check every lesson makes.
-if(NAME STREQUAL "00_what_attention_is_for")
-  list(APPEND cases "--time 6|fixed sizes (B 1, T 6, E 12, H 2), nothing random: no --time"
-                    "--heads 2 --d-model 12|nothing random: no --heads"
-                    "--seed 1|nothing random: no --seed")
-endif()
 # Lesson 19's own flags; every other lesson takes none of them.
 if(NAME STREQUAL "19_heads_learn")
   list(APPEND cases "--steps 3|--steps must be between 4 and 100000, not 3"

@@ -93,7 +93,8 @@ void usage(const Info& info) {
             "usage: %s [--tiny] [--pause] [--predict]\n"
             "          [--svg DIR] [--dump DIR] [--help]\n\n"
             "  --tiny       changes nothing: the sizes are the lesson's own (batch %zu,\n"
-            "               time %zu, d_model %zu, %zu heads), and it always prints the numbers\n"
+            "               time %zu, d_model %zu, %zu heads), and it always prints the numbers;\n"
+            "               --batch, --time, --d-model, --heads and --seed change nothing\n"
             "  --pause      wait for Enter between sections, for class\n"
             "  --predict    before each shape, ask for it; score the answers at the end\n"
             "  --svg DIR    %s\n"
@@ -158,14 +159,14 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
     o.batch = info.default_batch, o.time = info.default_time, o.d_model = info.default_d_model;
     for (const Extra& x : info.extra) o.extra[x.flag] = x.value;
     bool sized = false;
-    std::string first_size;  // the first size flag (or --seed) given
+    std::string given;  // the size flags (and --seed) given: "--time, --seed"
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
         auto value = [&](std::size_t max) {
             ++i;
             sized = true;
-            if (first_size.empty()) first_size = a;
+            if (given.find(a) == std::string::npos) given += (given.empty() ? "" : ", ") + a;
             return parse_size(a, next, max);
         };
         if (a == "--help" || a == "-h") help = true;
@@ -178,7 +179,7 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         else if (a == "--heads") o.heads = value(8192);
         else if (a == "--seed") {
             o.seed = parse_size(a, next, 1ULL << 62, 0), ++i;
-            if (first_size.empty()) first_size = a;
+            if (given.find(a) == std::string::npos) given += (given.empty() ? "" : ", ") + a;
         }
         else if (a == "--svg") o.svg_dir = folder(a, next), ++i;
         else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
@@ -210,12 +211,11 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         throw BadFlag("--heads " + std::to_string(o.heads) + " divides --d-model " +
                       std::to_string(o.d_model) + ": pick one that does not");
     }
-    // Last, so that a size that is wrong anyway gets the message every lesson gives.
-    if (info.fixed_sizes && !first_size.empty()) {
-        throw BadFlag("fixed sizes (B " + std::to_string(info.default_batch) + ", T " +
-                      std::to_string(info.default_time) + ", E " +
-                      std::to_string(info.default_d_model) + ", H " +
-                      std::to_string(info.default_heads) + "), nothing random: no " + first_size);
+    // Last, so that a size wrong anyway gets the message every lesson gives.
+    if (info.fixed_sizes) {
+        o.batch = info.default_batch, o.time = info.default_time;
+        o.d_model = info.default_d_model, o.heads = info.default_heads, o.seed = 0;
+        o.ignored = given;
     }
     return o;
 }
@@ -514,10 +514,12 @@ void Lesson::section(const std::string& title) {
 
 void Lesson::print_header() const {
     std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
-    if (info.fixed_sizes)
+    if (info.fixed_sizes) {
         std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
                     "set by its words\n", opt.batch, opt.time, opt.d_model, opt.heads);
-    else
+        if (!opt.ignored.empty())
+            std::printf("(%s: no effect, its words set the sizes)\n", opt.ignored.c_str());
+    } else
         std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
                     "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,
                     static_cast<unsigned long long>(opt.seed));

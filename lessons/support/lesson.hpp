@@ -28,6 +28,7 @@ struct Options {
     std::string svg_dir;   // write pictures here
     std::string dump_dir;  // write every tensor a step shows as .npy here
     std::map<std::string, double> extra;  // a lesson's own flags, by name
+    std::string ignored;  // with fixed sizes, the size flags given: "--time, --seed"
 };
 
 /// A flag only one lesson takes, such as lesson 19's --steps: a number in
@@ -53,7 +54,9 @@ struct Info {
     std::size_t tiny_batch = 1;
     std::vector<Extra> extra = {};
     // Sizes set by the lesson's data (lesson 00's six words): the default_*
-    // above, at --tiny too, and --batch, --time, --d-model, --heads refused.
+    // above, at --tiny too; --batch, --time, --d-model, --heads and --seed are
+    // taken (so that scripts/lessons.sh can pass them to every lesson), change
+    // nothing, and the header says so.
     bool fixed_sizes = false;
 };
 
