@@ -32,7 +32,7 @@ Lookup attend(const mha::Tensor2& q, const mha::Tensor2& k, const mha::Tensor2& 
     Lookup a;
     a.scores = xt::linalg::dot(q, xt::transpose(k));  // [Tq, D] x [D, Tk] -> [Tq, Tk]
     a.weights = a.scores;
-    for (std::size_t i = 0; i < q.shape(0); ++i) {  // each query's softmax: e^s / sum e^s
+    for (std::size_t i = 0; i < q.shape(0); ++i) {  // each query's e^s / sum e^s
         auto w = xt::row(a.weights, i);
         w = xt::exp(w - xt::amax(w)());  // less the max only so that e^s cannot overflow
         w /= xt::sum(w)();
@@ -52,8 +52,9 @@ int main(int argc, char** argv) {
         const std::size_t T = L.opt.time, E = L.opt.d_model, D = E / L.opt.heads;  // 6 12 6
         using lesson::fixed;
         const std::vector<std::string> words{"the", "cat", "sat", "on", "the", "mat"};
-        const std::vector<std::string> what{"noun", "verb", "animal", "place", "article", "prep"};
-        std::vector<std::string> features = what, twice = what;
+        const std::vector<std::string> what{"noun", "verb", "animal", "place", "article",
+                                            "prep"};
+        std::vector<std::string> features = what, twice = what;  // x's columns, out's
         for (std::size_t p = 0; p < T; ++p) features.push_back("pos" + std::to_string(p));
         twice.insert(twice.end(), what.begin(), what.end());
         const lesson::Names by_word{words, words};
@@ -66,14 +67,16 @@ int main(int argc, char** argv) {
             for (Feature f : has[i]) x(i, f) = 1;
             x(i, D + i) = 1;  // pos0 ... pos5: where the word stands
         }
-        L.table("x: 1 where a word has the feature (prep: preposition)", x, {words, features}, 0);
+        L.table("x: 1 where a word has the feature (prep: preposition)", x,
+                {words, features}, 0);
         L.step("x = the words' features", "x", x, "T, E", "x = torch.tensor(features)",
                "mha::Tensor2 x = xt::zeros<float>({T, E});", lesson::Show::shape_only);
         L.say("A 1 says the word has the feature; nothing is learned. The two 'the's differ "
               "only in where they stand.");
 
         L.section("2. A lookup that is hard: a dictionary");
-        const std::map<std::string, std::string> meaning{{"cat", "an animal"}, {"mat", "a place"}};
+        const std::map<std::string, std::string> meaning{{"cat", "an animal"},
+                                                         {"mat", "a place"}};
         for (const std::string word : {"cat", "kitten"})  // the exact key, or nothing
             std::printf("  meaning[\"%s\"] -> %s\n", word.c_str(),
                         meaning.count(word) ? meaning.at(word).c_str() : "KeyError");
@@ -83,16 +86,18 @@ int main(int argc, char** argv) {
 
         L.section("3. The article's comment: queries ask the keys");
         L.say("The handwritten-course article, under self.w_q:");
-        std::printf("  简单来说就是去寻找一些query去跟key，问他（key）哪些数据是跟我匹配的上的，\n"
-                    "  匹配上之后，key所对应的value值进行加权组合，最终得到attention的输出\n");
+        std::printf(
+            "  简单来说就是去寻找一些query去跟key，问他（key）哪些数据是跟我匹配的上的，\n"
+            "  匹配上之后，key所对应的value值进行加权组合，最终得到attention的输出\n");
         L.say("  (Simply put: queries go to the keys and ask them which data match me; once "
               "matched, the values that belong to those keys are combined with weights, and "
               "that finally gives attention's output.)");
         L.say("Clause by clause, what section 4 runs:");
-        std::printf("  问他（key）哪些数据是跟我匹配的上的   score = q . k, for every key k\n"
-                    "  key所对应的value值进行加权组合        weight = e^score / (sum of e^score)\n"
-                    "                                        out = sum of weight x value\n"
-                    "  最终得到attention的输出               out\n");
+        std::printf(
+            "  问他（key）哪些数据是跟我匹配的上的   score = q . k, for every key k\n"
+            "  key所对应的value值进行加权组合        weight = e^score / (sum of e^score)\n"
+            "                                        out = sum of weight x value\n"
+            "  最终得到attention的输出               out\n");
 
         L.section("4. A lookup that is soft, run on the words");
         const mha::Tensor2 keys = xt::view(x, xt::all(), xt::range(0, D));  // [T, D]: what
@@ -104,16 +109,18 @@ int main(int argc, char** argv) {
                 {{"score", "weight"}, words}, 3);
         L.table("out: a mix of what the words are", one.out, {{"out"}, what}, 3);
         L.code("scores = q @ k.T", "a.scores = xt::linalg::dot(q, xt::transpose(k));");
-        L.code("weights = scores.softmax(-1)", "w = xt::exp(w - xt::amax(w)()); w /= xt::sum(w)();");
+        L.code("weights = scores.softmax(-1)",
+               "w = xt::exp(w - xt::amax(w)()); w /= xt::sum(w)();");
         L.code("out = weights @ v", "a.out = xt::linalg::dot(a.weights, v);");
         L.say("cat shares two features with the question, mat one: cat gets " +
               fixed(one.weights(0, 1)) + ", mat " + fixed(one.weights(0, 5)) + ", every "
-              "word something. The answer is mostly a cat (animal " + fixed(one.out(0, animal)) +
-              "), a little a mat (place " + fixed(one.out(0, place)) + ").");
+              "word something. The answer is mostly a cat (animal " +
+              fixed(one.out(0, animal)) + "), a little a mat (place " +
+              fixed(one.out(0, place)) + ").");
 
         L.section("5. One key made to match better");
-        mha::Tensor2 louder = keys;
-        xt::row(louder, 1) *= 2;  // cat's key says noun, animal twice as loud
+        mha::Tensor2 louder = keys;  // [T, D]
+        xt::row(louder, 1) *= 2;     // cat's key says noun, animal twice as loud
         const Lookup two = attend(q, louder, keys);
         row = xt::concatenate(xt::xtuple(one.scores, one.weights, two.scores, two.weights));
         L.table("cat's key doubled: the row before and after", row,
@@ -136,8 +143,9 @@ int main(int argc, char** argv) {
         L.table("q, head 0: what each word asks for", q0, {words, what}, 0);
         L.table("weights, head 0 (query down, key across)", h0.weights, by_word);
         L.say("sat finds cat (" + fixed(h0.weights(2, 1)) + "), on finds mat (" +
-              fixed(h0.weights(3, 5)) + "), cat and mat their verb (" + fixed(h0.weights(1, 2)) +
-              "). The two 'the's ask the same and get the same: cat and mat alike.");
+              fixed(h0.weights(3, 5)) + "), cat and mat their verb (" +
+              fixed(h0.weights(1, 2)) + "). The two 'the's ask the same and get the same: "
+              "cat and mat alike.");
 
         L.section("7. Head 1 asks: which word is just before me?");
         const mha::Tensor2 where = xt::view(x, xt::all(), xt::range(D, E));  // [T, D]: pos
@@ -145,10 +153,11 @@ int main(int argc, char** argv) {
         for (std::size_t i = 1; i < T; ++i) q1(i, i - 1) = 4;  // word i asks for pos i-1
         const Lookup h1 = attend(q1, where, keys);  // found by where, it gives what
         L.table("weights, head 1 (query down, key across)", h1.weights, by_word);
-        L.say("The key is how a word is found, the value what it gives: head 1 finds the word "
-              "before (" + fixed(h1.weights(2, 1)) + ") by its position and gives what it is. "
-              "The first 'the' has none: its query is 0, every weight 1/6 = " +
-              fixed(h1.weights(0, 0)) + ". Attention always answers with a mix, never 'nothing'.");
+        L.say("The key is how a word is found, the value what it gives: head 1 finds the "
+              "word before (" + fixed(h1.weights(2, 1)) + ") by its position and gives what "
+              "it is. The first 'the' has none: its query is 0, every weight 1/6 = " +
+              fixed(h1.weights(0, 0)) + ". Attention always answers with a mix, never "
+              "'nothing'.");
 
         L.section("8. Two heads: two questions of the same words");
         mha::Tensor4 weights = xt::zeros<float>({std::size_t(1), std::size_t(2), T, T});
@@ -163,20 +172,21 @@ int main(int argc, char** argv) {
         L.section("9. One output: both answers side by side");
         const mha::Tensor2 out = xt::concatenate(xt::xtuple(h0.out, h1.out), 1);  // [T, E]
         L.table("out: head 0's answer, then head 1's, side by side", out, {words, twice});
-        L.say("sat: its noun is an animal (" + fixed(out(2, animal)) + "), and so is the word "
-              "before it (" + fixed(out(2, D + animal)) + "). The 'the's, alike in head 0, "
-              "differ in head 1: the second follows a preposition (" + fixed(out(4, D + prep)) +
-              "), the first nothing (a mix of all six words).");
+        L.say("sat: its noun is an animal (" + fixed(out(2, animal)) + "), and so is the "
+              "word before it (" + fixed(out(2, D + animal)) + "). The 'the's, alike in "
+              "head 0, differ in head 1: the second follows a preposition (" +
+              fixed(out(4, D + prep)) + "), the first nothing (a mix of all six words).");
 
         L.section("10. Where wq, wk, wv come in");
-        // Lessons 01-07's module with its layers set by hand, biases 0. wq [out, in]: head 0's
-        // block is section 6's rule, head 1's moves a position back by one.
+        // Lessons 01-07's module with its layers set by hand, biases 0. wq [out, in]: head
+        // 0's block is section 6's rule, head 1's moves a position back by one.
         mha::MultiHeadAttention m(E, 2, mha::Init::zero());
         for (auto [kind, asks] : rule) m.wq.weight(asks, kind) = 2;
         for (std::size_t p = 1; p < T; ++p) m.wq.weight(D + p - 1, D + p) = 4;
-        const mha::Tensor2 block = xt::view(m.wq.weight, xt::range(0, D), xt::range(0, D));
-        L.table("wq, head 0's block [out, in]: a word of the kind across asks for what is down",
-                block, {what, what}, 0);
+        const mha::Tensor2 block =  // [D, D]
+            xt::view(m.wq.weight, xt::range(0, D), xt::range(0, D));
+        L.table("wq, head 0's block [out, in]: a word of the kind across asks for what is "
+                "down", block, {what, what}, 0);
         m.wq.weight *= std::sqrt(float(D));  // the core divides scores by sqrt(D): lesson 03
         m.wk.weight = xt::eye<float>(E);     // a key is the word itself: what, then where
         for (std::size_t f = 0; f < D; ++f)  // each head's value: what the word is
@@ -186,14 +196,15 @@ int main(int argc, char** argv) {
         L.dump_layers(m);
         const mha::Tensor3 X = xt::view(x, xt::newaxis(), xt::all(), xt::all());  // [1, T, E]
         const mha::AttentionOutput a = m.forward(X, X, X);
-        L.code("output = attention(X, X, X)", "const mha::AttentionOutput a = m.forward(X, X, X);");
+        L.code("output = attention(X, X, X)",
+               "const mha::AttentionOutput a = m.forward(X, X, X);");
         L.say("Each q, k, v above was made by hand. In a model a word comes in as one vector "
               "x, and three matrices give it its three roles: Q = x wq^T, K = x wk^T, V = x "
-              "wv^T. Ours are such matrices (wq's head 1 block has 4 at [pos p-1, pos p], wk is "
-              "the identity, wv copies what a word is to both heads), and lessons 01-07's "
+              "wv^T. Ours are such matrices (wq's head 1 block has 4 at [pos p-1, pos p], wk "
+              "is the identity, wv copies what a word is to both heads), and lessons 01-07's "
               "module on them gives our two heads (checked below). In a model nobody writes "
-              "them: they start random and training finds them (lesson 19 watches it). Lesson "
-              "01 starts there.");
+              "them: they start random and training finds them (lesson 19 watches it). "
+              "Lesson 01 starts there.");
 
         double off = 0;  // the largest |row sum - 1| of any weights above
         for (const Lookup* l : {&one, &two, &h0, &h1})
@@ -203,8 +214,9 @@ int main(int argc, char** argv) {
         rc |= L.claim("cat's weight rose when its key matched better (" +
                       fixed(one.weights(0, 1)) + " -> " + fixed(two.weights(0, 1)) + ")",
                       two.weights(0, 1) > one.weights(0, 1));
-        const double diff = std::max(double(xt::amax(xt::abs(xt::view(a.output, 0) - out))()),
-                                     double(xt::amax(xt::abs(a.weights - weights))()));
+        const double diff =
+            std::max(double(xt::amax(xt::abs(xt::view(a.output, 0) - out))()),
+                     double(xt::amax(xt::abs(a.weights - weights))()));
         return rc | L.check("the module: output and weights", diff, 1e-6);
     });
 }
