@@ -1,8 +1,9 @@
 // libFuzzer target: the lessons' flag parser (lessons/support/lesson.cpp),
-// with a lesson's own flags as lesson 19 has them, and in the variant of
-// lesson 08 (heads that must not divide d_model). argv comes from the input
-// (fuzz/argv.hpp); the lesson's body only prints a line. One input in four
-// is instead --predict's answers, read from stdin by a lesson of three steps.
+// with a lesson's own flags as lesson 19 has them, in the variant of lesson
+// 08 (heads that must not divide d_model), and with lesson 00's fixed sizes.
+// argv comes from the input (fuzz/argv.hpp); the lesson's body only prints a
+// line. One input in four is instead --predict's answers, read from stdin by
+// a lesson of three steps.
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -28,6 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         info.extra = {{"--steps", "N", "training steps", 600, 4, 100000},
                       {"--lr", "R", "Adam's learning rate", 0.05, 1e-6, 1, false},
                       {"--vocab", "V", "tokens in the vocabulary", 10, 2, 1000}};
+    } else if (data[0] % 8 == 1) {  // lesson 00: its words fix the sizes
+        info = lesson::Info{"00_what_attention_is_for", "sizes its own", true, 0.01, 2};
+        info.default_batch = 1, info.default_time = 6, info.default_d_model = 12;
+        info.fixed_sizes = true;
     } else {
         info = lesson::Info{"08_indivisible_heads", "heads that do not divide", false, 0, 7,
                             false};

@@ -3,13 +3,15 @@
 
     /usr/bin/python3 tests/check_svg.py BUILD_DIR WORK_DIR
 
-Runs lesson 05 at --tiny and lesson 19 at --tiny with --svg and --dump, then:
-every SVG written is well-formed XML; in lesson 05's weights picture each
-cell's <title> holds weights[0, 0, i, j] of the dumped weights.npy to 4
-digits, and the cells the causal mask hides say "masked" (and only those);
-in lesson 19's last picture, head h's cell (i, j) holds the mean over the
-batch of the dumped weights.end[:, h, i, j]. Exit 0 when all hold, 1 when one
-does not, 77 (skipped) without python3-numpy.
+Runs lessons 00, 05 and 19 at --tiny with --svg and --dump, then: every SVG
+written is well-formed XML; in lesson 05's weights picture each cell's <title>
+holds weights[0, 0, i, j] of the dumped weights.npy to 4 digits, and the cells
+the causal mask hides say "masked" (and only those); in lesson 19's last
+picture, head h's cell (i, j) holds the mean over the batch of the dumped
+weights.end[:, h, i, j]; in lesson 00's two heads, head h's cell (i, j) holds
+weights[0, h, i, j] and names both words, and every grid's tick labels are the
+six words down and across. Exit 0 when all hold, 1 when one does not, 77
+(skipped) without python3-numpy.
 """
 import glob
 import os
@@ -49,6 +51,7 @@ def value(title):
     return title.rsplit(": ", 1)[1]
 
 
+run("00_what_attention_is_for")
 run("05_softmax")
 run("19_heads_learn")
 for path in sorted(glob.glob(f"{work}/svg/*.svg")):
@@ -78,6 +81,27 @@ for (name, i, j), title in c.items():
     if abs(float(value(title)) - w19[h, i, j]) > 5e-5:
         failures.append(f"lesson 19 {name} cell ({i}, {j}) says {title!r}, the dump's mean "
                         f"{w19[h, i, j]:.6f}")
+
+words = ["the", "cat", "sat", "on", "the", "mat"]
+w00 = np.load(f"{work}/dump/00_what_attention_is_for/weights.npy")[0]  # [H, T, T]
+path = f"{work}/svg/00_two_heads.svg"
+c = cells(path)
+if len(c) != w00.size:
+    failures.append(f"lesson 00: {len(c)} cells, not {w00.size}")
+for (name, i, j), title in c.items():
+    h = int(re.match(r"head (\d+)", name).group(1))
+    if not title.startswith(f"query {i} {words[i]}, key {j} {words[j]}: "):
+        failures.append(f"lesson 00 {name} cell ({i}, {j}) does not name its words: {title!r}")
+    elif abs(float(value(title)) - w00[h, i, j]) > 5e-5:
+        failures.append(f"lesson 00 {name} cell ({i}, {j}) says {title!r}, weights.npy "
+                        f"{w00[h, i, j]:.6f}")
+grids = [g for g in ET.parse(path).getroot().iter(NS + "g") if g.get("class") == "grid"]
+for g in grids:
+    ticks = [t.text for t in g.iter(NS + "text") if t.get("class") == "tick"]
+    if ticks != words + words:  # down the left, then across the top
+        failures.append(f"lesson 00 {g.get('data-name')}: tick labels {ticks}, not the words")
+if len(grids) != w00.shape[0]:
+    failures.append(f"lesson 00: {len(grids)} grids, not one per head")
 
 for f in failures[:10]:
     print("FAILED", f)

@@ -87,6 +87,26 @@ std::string dump_help(const Info& info) {
 }
 
 void usage(const Info& info) {
+    if (info.fixed_sizes) {  // its words set the sizes: no size flags to list
+        std::printf(
+            "%s: %s\n\n"
+            "usage: %s [--tiny] [--pause] [--predict]\n"
+            "          [--svg DIR] [--dump DIR] [--help]\n\n"
+            "  --tiny       changes nothing: the sizes are the lesson's own (batch %zu,\n"
+            "               time %zu, d_model %zu, %zu heads), and it always prints the numbers;\n"
+            "               --batch, --time, --d-model, --heads and --seed change nothing\n"
+            "  --pause      wait for Enter between sections, for class\n"
+            "  --predict    before each shape, ask for it; score the answers at the end\n"
+            "  --svg DIR    %s\n"
+            "  --dump DIR   %s\n"
+            "  --help       this text\n",
+            info.name.c_str(), info.summary.c_str(), info.name.c_str(), info.default_batch,
+            info.default_time, info.default_d_model, info.default_heads,
+            info.draws ? "also write the pictures as SVG files in DIR"
+                       : "(this lesson draws no picture)",
+            dump_help(info).c_str());
+        return;
+    }
     std::string own, own_help;
     for (const Extra& x : info.extra) {
         own += " [" + x.flag + " " + x.meta + "]";
@@ -139,12 +159,14 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
     o.batch = info.default_batch, o.time = info.default_time, o.d_model = info.default_d_model;
     for (const Extra& x : info.extra) o.extra[x.flag] = x.value;
     bool sized = false;
+    std::string given;  // the size flags (and --seed) given: "--time, --seed"
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
         auto value = [&](std::size_t max) {
             ++i;
             sized = true;
+            if (given.find(a) == std::string::npos) given += (given.empty() ? "" : ", ") + a;
             return parse_size(a, next, max);
         };
         if (a == "--help" || a == "-h") help = true;
@@ -155,14 +177,17 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         else if (a == "--time") o.time = value(4096);
         else if (a == "--d-model") o.d_model = value(8192);
         else if (a == "--heads") o.heads = value(8192);
-        else if (a == "--seed") o.seed = parse_size(a, next, 1ULL << 62, 0), ++i;
+        else if (a == "--seed") {
+            o.seed = parse_size(a, next, 1ULL << 62, 0), ++i;
+            if (given.find(a) == std::string::npos) given += (given.empty() ? "" : ", ") + a;
+        }
         else if (a == "--svg") o.svg_dir = folder(a, next), ++i;
         else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
         else if (const Extra* x = find_extra(info, a)) o.extra[a] = parse_extra(*x, next), ++i;
         else throw BadFlag("unknown flag '" + a + "' (try --help)");
     }
     if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");
-    if (o.tiny) {
+    if (o.tiny && !info.fixed_sizes) {
         // T = 5 against D = 4: a student who swaps time and head_dim is caught.
         o.batch = info.tiny_batch, o.time = 5, o.d_model = 8;
         o.heads = info.heads_divide ? 2 : 3;
@@ -186,13 +211,31 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         throw BadFlag("--heads " + std::to_string(o.heads) + " divides --d-model " +
                       std::to_string(o.d_model) + ": pick one that does not");
     }
+    // Last, so that a size wrong anyway gets the message every lesson gives.
+    if (info.fixed_sizes) {
+        o.batch = info.default_batch, o.time = info.default_time;
+        o.d_model = info.default_d_model, o.heads = info.default_heads, o.seed = 0;
+        o.ignored = given;
+    }
     return o;
 }
 
-// Display width of UTF-8 text: count the bytes that start a character.
+// Display width of UTF-8 text: a column per character, two for a wide one
+// (Chinese, and full-width punctuation such as '，'), as a terminal shows them.
 int columns(const std::string& s) {
     int n = 0;
-    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    for (std::size_t i = 0; i < s.size();) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        const int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        unsigned cp = len == 1 ? c : c & (0x3F >> (len - 1));
+        for (int k = 1; k < len && i + k < s.size(); ++k) cp = cp << 6 | (s[i + k] & 0x3F);
+        const bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+                          (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+                          (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+                          (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x20000 && cp <= 0x3FFFD);
+        n += wide ? 2 : 1;
+        i += len;
+    }
     return n;
 }
 
@@ -254,12 +297,35 @@ void print_numbers(const Values& v) {
     }
 }
 
+// One cell's glyph, repeated to fill the cell.
 const char* shade(float x) {
-    if (!(x > 0.0f)) return "  ";
-    if (x < 0.1f) return "\u2591\u2591";  // light
-    if (x < 0.3f) return "\u2592\u2592";  // medium
-    if (x < 0.6f) return "\u2593\u2593";  // dark
-    return "\u2588\u2588";                // full
+    if (!(x > 0.0f)) return " ";
+    if (x < 0.1f) return "\u2591";  // light
+    if (x < 0.3f) return "\u2592";  // medium
+    if (x < 0.6f) return "\u2593";  // dark
+    return "\u2588";                // full
+}
+
+std::string repeat(const char* glyph, std::size_t n) {
+    std::string s;
+    for (std::size_t k = 0; k < n; ++k) s += glyph;
+    return s;
+}
+
+// @p text padded with spaces to @p width columns, on the right (or the left).
+std::string pad(const std::string& text, std::size_t width, bool right = false) {
+    const std::size_t n = static_cast<std::size_t>(columns(text));
+    const std::string fill(n < width ? width - n : 0, ' ');
+    return right ? fill + text : text + fill;
+}
+
+// Names must be one per row and column, or none.
+void check_names(const Names& names, std::size_t rows, std::size_t cols, const std::string& what) {
+    if ((!names.rows.empty() && names.rows.size() != rows) ||
+        (!names.cols.empty() && names.cols.size() != cols))
+        throw std::logic_error(what + ": " + std::to_string(names.rows.size()) + " row and " +
+                               std::to_string(names.cols.size()) + " column names for [" +
+                               std::to_string(rows) + ", " + std::to_string(cols) + "]");
 }
 
 // "B, H, T, D" -> {"B", "H", "T", "D"}; spaces dropped.
@@ -448,9 +514,15 @@ void Lesson::section(const std::string& title) {
 
 void Lesson::print_header() const {
     std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
-    std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
-                "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,
-                static_cast<unsigned long long>(opt.seed));
+    if (info.fixed_sizes) {
+        std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
+                    "set by its words\n", opt.batch, opt.time, opt.d_model, opt.heads);
+        if (!opt.ignored.empty())
+            std::printf("(%s: no effect, its words set the sizes)\n", opt.ignored.c_str());
+    } else
+        std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
+                    "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,
+                    static_cast<unsigned long long>(opt.seed));
     if (!opt.svg_dir.empty() && !info.draws)
         std::printf("(this lesson draws no picture: --svg writes nothing)\n");
 }
@@ -637,19 +709,22 @@ bool Lesson::relation(const std::string& lhs_name, double lhs, const std::string
 void Lesson::picture(const std::string& title, const std::string& file,
                      const std::vector<std::vector<float>>& m,
                      const std::string& row_label, const std::string& col_label,
-                     const std::vector<std::vector<bool>>& masked, bool diverging) {
-    terminal(title, m, row_label, col_label, masked, diverging);
+                     const std::vector<std::vector<bool>>& masked, bool diverging,
+                     const Names& names) {
+    terminal(title, m, row_label, col_label, masked, diverging, names);
     if (opt.svg_dir.empty()) return;
     const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
     write_svg(file, {svg::Grid{"", m, masked}},
               title + "  [" + std::to_string(rows) + ", " + std::to_string(cols) + "]",
-              row_label, col_label, diverging);
+              row_label, col_label, diverging, names);
 }
 
 void Lesson::terminal(const std::string& title, const std::vector<std::vector<float>>& m,
                       const std::string& row_label, const std::string& col_label,
-                      const std::vector<std::vector<bool>>& masked, bool diverging) {
+                      const std::vector<std::vector<bool>>& masked, bool diverging,
+                      const Names& names) {
     const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
+    check_names(names, rows, cols, "picture " + title);
     // 18 rows at most: with a step above it and the title and sizes lines
     // that --pause repeats, a section still fits a screen of 30.
     const std::size_t shown = std::min<std::size_t>(rows, 18);
@@ -657,11 +732,27 @@ void Lesson::terminal(const std::string& title, const std::vector<std::vector<fl
     std::printf("%s  (%s down, %s across%s)\n", title.c_str(), row_label.c_str(),
                 col_label.c_str(),
                 shown < rows || shown_cols < cols ? "; first cells only" : "");
+    // With names: a header of column names, each row after its name, and the
+    // cells as wide as the widest column name, a space apart.
+    std::size_t name_w = 0, cell = 2;
+    for (const std::string& n : names.rows) name_w = std::max<std::size_t>(name_w, columns(n));
+    for (const std::string& n : names.cols) cell = std::max<std::size_t>(cell, columns(n));
+    const std::string gap = names.cols.empty() ? "" : " ";
+    const std::string margin = "  " + std::string(name_w ? name_w + 1 : 0, ' ');
+    if (!names.cols.empty()) {
+        std::string line = margin;
+        for (std::size_t j = 0; j < shown_cols; ++j) line += pad(names.cols[j], cell) + gap;
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        std::printf("%s\n", line.c_str());
+    }
     for (std::size_t i = 0; i < shown; ++i) {
-        std::string line = "  ";
-        for (std::size_t j = 0; j < shown_cols; ++j)
-            line += !masked.empty() && masked[i][j] ? "\u00b7\u00b7"
-                                                    : shade(diverging ? std::fabs(m[i][j]) : m[i][j]);
+        std::string line = names.rows.empty() ? margin : "  " + pad(names.rows[i], name_w) + " ";
+        for (std::size_t j = 0; j < shown_cols; ++j) {
+            if (j > 0) line += gap;
+            line += !masked.empty() && masked[i][j]
+                        ? repeat("\u00b7", cell)
+                        : repeat(shade(diverging ? std::fabs(m[i][j]) : m[i][j]), cell);
+        }
         std::printf("%s|\n", line.c_str());
     }
     std::printf("  key: '  ' 0   \u2591 <.1   \u2592 <.3   \u2593 <.6   \u2588 >=.6%s%s\n",
@@ -670,8 +761,9 @@ void Lesson::terminal(const std::string& title, const std::vector<std::vector<fl
 
 void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
                        const std::string& title, const std::string& row_label,
-                       const std::string& col_label, bool diverging) {
-    svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0};
+                       const std::string& col_label, bool diverging, const Names& names) {
+    svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0,
+                  names.rows, names.cols};
     for (const svg::Grid& g : grids)
         for (std::size_t i = 0; i < g.value.size(); ++i)
             for (std::size_t j = 0; j < g.value[i].size(); ++j) {
@@ -746,13 +838,45 @@ void Lesson::explore(const std::string& title, const std::string& kind,
 
 void Lesson::figure(const std::string& title, const std::string& file,
                     const std::vector<svg::Grid>& grids, bool diverging,
-                    const std::string& row_label, const std::string& col_label) {
+                    const std::string& row_label, const std::string& col_label,
+                    const Names& names) {
     if (opt.svg_dir.empty() || grids.empty()) return;
     const std::size_t rows = grids[0].value.size(), cols = rows ? grids[0].value[0].size() : 0;
     write_svg(file, grids,
               title + "  [" + std::to_string(rows) + ", " + std::to_string(cols) + "]" +
                   (grids.size() > 1 ? " each" : ""),
-              row_label, col_label, diverging);
+              row_label, col_label, diverging, names);
+}
+
+void Lesson::table(const std::string& title, const mha::Tensor2& m, const Names& names,
+                   int digits) {
+    const std::size_t rows = m.shape(0), cols = m.shape(1);
+    check_names(names, rows, cols, "table " + title);
+    std::vector<std::vector<std::string>> text(rows, std::vector<std::string>(cols));
+    std::vector<std::size_t> width(cols, 0);  // each column as wide as its name and numbers
+    std::size_t name_w = 0;
+    for (const std::string& n : names.rows) name_w = std::max<std::size_t>(name_w, columns(n));
+    for (std::size_t j = 0; j < cols; ++j) {
+        if (!names.cols.empty()) width[j] = columns(names.cols[j]);
+        for (std::size_t i = 0; i < rows; ++i) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.*f", digits, double(m(i, j)));
+            text[i][j] = std::isinf(m(i, j)) ? (m(i, j) < 0 ? "-inf" : "inf") : buf;
+            width[j] = std::max(width[j], text[i][j].size());
+        }
+    }
+    std::printf("%s\n", title.c_str());
+    const std::string margin = "  " + std::string(name_w, ' ');
+    if (!names.cols.empty()) {
+        std::string line = margin;
+        for (std::size_t j = 0; j < cols; ++j) line += " " + pad(names.cols[j], width[j], true);
+        std::printf("%s\n", line.c_str());
+    }
+    for (std::size_t i = 0; i < rows; ++i) {
+        std::string line = names.rows.empty() ? margin : "  " + pad(names.rows[i], name_w);
+        for (std::size_t j = 0; j < cols; ++j) line += " " + pad(text[i][j], width[j], true);
+        std::printf("%s\n", line.c_str());
+    }
 }
 
 svg::Grid grid_of(const mha::Tensor4& t, std::size_t b, std::size_t h, const std::string& name,
@@ -798,9 +922,19 @@ void Lesson::plot(const std::string& title, const std::string& file,
     std::printf("  wrote %s\n", path.c_str());
 }
 
-void Lesson::heads(const std::string& title, const std::string& file, const mha::Tensor4& w) {
+void Lesson::heads(const std::string& title, const std::string& file, const mha::Tensor4& w,
+                   const Names& names) {
     const std::size_t B = w.shape(0), H = w.shape(1), Tq = w.shape(2), Tk = w.shape(3);
     if (w.size() == 0) throw std::invalid_argument("heads(): no weights to draw for " + title);
+    check_names(names, Tq, Tk, "heads " + title);
+    Names side = names;  // the heads side by side: the key names again for each
+    if (!names.cols.empty()) {
+        side.cols.clear();
+        for (std::size_t h = 0; h < H; ++h) {
+            if (h > 0) side.cols.emplace_back();  // the blank column between two heads
+            side.cols.insert(side.cols.end(), names.cols.begin(), names.cols.end());
+        }
+    }
     std::vector<std::vector<float>> m(Tq, std::vector<float>(H * (Tk + 1) - 1, 0.0f));
     std::vector<svg::Grid> grids(H);
     for (std::size_t h = 0; h < H; ++h) {
@@ -813,11 +947,13 @@ void Lesson::heads(const std::string& title, const std::string& file, const mha:
                 m[i][h * (Tk + 1) + j] = grids[h].value[i][j] = static_cast<float>(mean / B);
             }
     }
-    terminal(title + ": head 0 | head 1 ...", m, "query", "key", {}, false);
+    terminal(title + ": head 0 | head 1 ...", m, "query", "key", {}, false, side);
     if (!opt.svg_dir.empty())
-        write_svg(file, grids, title + ", the mean over " + std::to_string(B) + " sequences  [" +
-                  std::to_string(H) + ", " + std::to_string(Tq) + ", " + std::to_string(Tk) + "]",
-                  "query", "key", false);
+        write_svg(file, grids,
+                  title + (B > 1 ? ", the mean over " + std::to_string(B) + " sequences" : "") +
+                      "  [" + std::to_string(H) + ", " + std::to_string(Tq) + ", " +
+                      std::to_string(Tk) + "]",
+                  "query", "key", false, names);
 }
 
 std::string fixed_list(const std::vector<double>& v, int digits, std::size_t most) {

@@ -28,6 +28,7 @@ struct Options {
     std::string svg_dir;   // write pictures here
     std::string dump_dir;  // write every tensor a step shows as .npy here
     std::map<std::string, double> extra;  // a lesson's own flags, by name
+    std::string ignored;  // with fixed sizes, the size flags given: "--time, --seed"
 };
 
 /// A flag only one lesson takes, such as lesson 19's --steps: a number in
@@ -52,6 +53,17 @@ struct Info {
     std::size_t default_batch = 128, default_time = 64, default_d_model = 512;
     std::size_t tiny_batch = 1;
     std::vector<Extra> extra = {};
+    // Sizes set by the lesson's data (lesson 00's six words): the default_*
+    // above, at --tiny too; --batch, --time, --d-model, --heads and --seed are
+    // taken (so that scripts/lessons.sh can pass them to every lesson), change
+    // nothing, and the header says so.
+    bool fixed_sizes = false;
+};
+
+/// Names for a grid's rows and columns, shown in place of their indices: the
+/// words of lesson 00 ("the", "cat", ...). Each empty, or one per row / column.
+struct Names {
+    std::vector<std::string> rows, cols;
 };
 
 /// What a step shows of its tensor: at --tiny its numbers too, or its shape
@@ -162,19 +174,29 @@ public:
     /// (values in [0, 1]; '··' where @p masked), and with --svg DIR a heat
     /// map DIR/<file>.svg (svg.hpp): title, ticks, colour bar, each cell's
     /// value, masked cells hatched; @p diverging for scores and gradients.
+    /// With @p names, the rows and columns carry them (in the terminal as row
+    /// and column headers, in the SVG as tick labels) instead of indices.
     void picture(const std::string& title, const std::string& file,
                  const std::vector<std::vector<float>>& m,
                  const std::string& row_label, const std::string& col_label,
-                 const std::vector<std::vector<bool>>& masked = {}, bool diverging = false);
+                 const std::vector<std::vector<bool>>& masked = {}, bool diverging = false,
+                 const Names& names = {});
     /// Every head of @p w `[B, H, Tq, Tk]`, averaged over the batch: in the
     /// terminal side by side a blank column apart, and with --svg DIR one
-    /// small multiple per head on a shared scale.
-    void heads(const std::string& title, const std::string& file, const mha::Tensor4& w);
+    /// small multiple per head on a shared scale; @p names as for picture().
+    void heads(const std::string& title, const std::string& file, const mha::Tensor4& w,
+               const Names& names = {});
     /// With --svg DIR, a heat map DIR/<file>.svg of @p grids side by side on
     /// one scale (nothing in the terminal): the lessons' other pictures.
     void figure(const std::string& title, const std::string& file,
                 const std::vector<svg::Grid>& grids, bool diverging,
-                const std::string& row_label = "query", const std::string& col_label = "key");
+                const std::string& row_label = "query", const std::string& col_label = "key",
+                const Names& names = {});
+    /// The numbers of @p m `[rows, cols]` with @p digits decimals, under a
+    /// header of the column names and each row after its name: a table
+    /// whose rows and columns are words or features, not indices.
+    void table(const std::string& title, const mha::Tensor2& m, const Names& names,
+               int digits = 2);
     /// With --svg DIR, a line plot DIR/<file>.svg of each series against
     /// @p x, with axes and a legend (the terminal shows the numbers).
     void plot(const std::string& title, const std::string& file, const std::string& x_label,
@@ -198,10 +220,11 @@ private:
     void write_dump(const std::string& name, const Values& v);
     void terminal(const std::string& title, const std::vector<std::vector<float>>& m,
                   const std::string& row_label, const std::string& col_label,
-                  const std::vector<std::vector<bool>>& masked, bool diverging);
+                  const std::vector<std::vector<bool>>& masked, bool diverging,
+                  const Names& names);
     void write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
                    const std::string& title, const std::string& row_label,
-                   const std::string& col_label, bool diverging);
+                   const std::string& col_label, bool diverging, const Names& names);
     void ask_shape(const std::string& lhs, const std::string& name, const Values& v,
                    const std::string& dims, const std::string& torch);
     std::string with_sizes(const std::string& dims) const;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 
 namespace lesson::svg {
 
@@ -51,6 +52,17 @@ std::string fixed2(double x) {
     return buf;
 }
 
+// About how wide @p text is at font size 10, in pixels: 6 per character
+// (UTF-8: a byte that starts one), 10 for a wide (CJK) one.
+int text_px(const std::string& text) {
+    int px = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if ((c & 0xC0) != 0x80) px += c >= 0xE3 && c <= 0xED ? 10 : 6;
+    }
+    return px;
+}
+
 // Every k-th position gets a tick label, k so that about 8 show.
 std::size_t tick_step(std::size_t n) {
     for (std::size_t k : {1, 2, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100, 128, 256, 512})
@@ -88,12 +100,21 @@ std::string diverging(double t) {
 
 std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const std::size_t rows = grids.at(0).value.size(), cols = rows ? grids[0].value[0].size() : 0;
+    if ((!s.row_names.empty() && s.row_names.size() != rows) ||
+        (!s.col_names.empty() && s.col_names.size() != cols))
+        throw std::logic_error("heatmap(): " + std::to_string(s.row_names.size()) + " row and " +
+                               std::to_string(s.col_names.size()) + " column names for [" +
+                               std::to_string(rows) + ", " + std::to_string(cols) + "] cells");
+    int names_px = 0;  // the widest row name: the tick labels left of the grid
+    for (const std::string& n : s.row_names) names_px = std::max(names_px, text_px(n));
     const std::size_t side = std::max<std::size_t>(std::max(rows, cols), 1);
     int cell = std::max(4, std::min(36, int(360 / side / std::max<std::size_t>(1, grids.size() / 2 + 1) + 8)));
     const bool numbers = rows <= 12 && cols <= 12;
     if (numbers) cell = std::max(cell, 26);  // room for "0.42" in every cell
-    const int gw = int(cols) * cell, gh = int(rows) * cell, gap = 28;
-    const int left = 56, top = 58, bar_w = 14;
+    // between two grids: room for the second's row names
+    const int gw = int(cols) * cell, gh = int(rows) * cell, gap = std::max(28, names_px + 12);
+    // room for the row names between the rotated axis label and the grid
+    const int left = std::max(56, 30 + names_px), top = 58, bar_w = 14;
     const int bar_x = left + int(grids.size()) * (gw + gap);
     // wide enough for the title at 15 px (about 9 px a character)
     const int width = std::max(bar_x + bar_w + 70, left + 9 * int(s.title.size()) + 20);
@@ -131,8 +152,11 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
                 o << "<rect x='" << x << "' y='" << y << "' width='" << cell << "' height='"
                   << cell << "' fill='" << fill << (nan ? "' stroke='#b35806" : "")
                   << "' data-row='" << i << "' data-col='" << j
-                  << "'><title>" << escape(s.row_label) << ' ' << i << ", " << escape(s.col_label)
-                  << ' ' << j << ": " << (masked ? "masked" : number(v, 6)) << "</title></rect>\n";
+                  << "'><title>" << escape(s.row_label) << ' ' << i
+                  << (s.row_names.empty() ? "" : " " + escape(s.row_names[i])) << ", "
+                  << escape(s.col_label) << ' ' << j
+                  << (s.col_names.empty() ? "" : " " + escape(s.col_names[j])) << ": "
+                  << (masked ? "masked" : number(v, 6)) << "</title></rect>\n";
                 if ((numbers && cell >= 24 && !masked) || nan) {
                     o << "<text x='" << x + cell / 2 << "' y='" << y + cell / 2 + 4
                       << "' text-anchor='middle' font-size='9' fill='"
@@ -141,12 +165,19 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
                       << "</text>\n";
                 }
             }
-        for (std::size_t i = 0; i < rows; i += rstep)
-            o << "<text x='" << x0 - 4 << "' y='" << top + int(i) * cell + cell / 2 + 4
-              << "' text-anchor='end' font-size='10'>" << i << "</text>\n";
-        for (std::size_t j = 0; j < cols; j += cstep)
-            o << "<text x='" << x0 + int(j) * cell + cell / 2 << "' y='" << top - 4
-              << "' text-anchor='middle' font-size='10'>" << j << "</text>\n";
+        // Names label every row and column (a name too wide for its cell in a
+        // smaller font); indices every k-th.
+        for (std::size_t i = 0; i < rows; i += s.row_names.empty() ? rstep : 1)
+            o << "<text class='tick' x='" << x0 - 4 << "' y='" << top + int(i) * cell + cell / 2 + 4
+              << "' text-anchor='end' font-size='10'>"
+              << (s.row_names.empty() ? std::to_string(i) : escape(s.row_names[i])) << "</text>\n";
+        for (std::size_t j = 0; j < cols; j += s.col_names.empty() ? cstep : 1) {
+            const int px = s.col_names.empty() ? 0 : text_px(s.col_names[j]);
+            const int size = px > cell - 2 ? std::max(6, 10 * (cell - 2) / px) : 10;
+            o << "<text class='tick' x='" << x0 + int(j) * cell + cell / 2 << "' y='" << top - 4
+              << "' text-anchor='middle' font-size='" << size << "'>"
+              << (s.col_names.empty() ? std::to_string(j) : escape(s.col_names[j])) << "</text>\n";
+        }
         o << "<text x='" << x0 + gw / 2 << "' y='" << top + gh + 18
           << "' text-anchor='middle'>" << escape(s.col_label) << " \u2192</text>\n</g>\n";
     }

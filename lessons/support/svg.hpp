@@ -29,6 +29,8 @@ struct Style {
     std::string col_label = "key";         // along the bottom
     bool diverging = false;                // centred at 0, for scores and gradients
     double lo = 0, hi = 1;                 // the scale's ends (diverging: -m .. m)
+    std::vector<std::string> row_names = {};  // empty, or a tick label per row ("cat")
+    std::vector<std::string> col_names = {};  // empty, or a tick label per column
 };
 
 /// The colour of @p t in [0, 1] on viridis, "#rrggbb".
@@ -37,8 +39,9 @@ std::string viridis(double t);
 std::string diverging(double t);
 
 /// The SVG text of @p grids side by side (small multiples, one shared
-/// scale), with tick labels, the colour bar and, when a grid has at most 12
-/// rows and columns, each cell's value printed in it.
+/// scale), with tick labels (the style's names, when it has them, on every
+/// row and column; else every k-th index), the colour bar and, when a grid
+/// has at most 12 rows and columns, each cell's value printed in it.
 std::string heatmap(const std::vector<Grid>& grids, const Style& style);
 
 /// The SVG text of a line plot: each series's y against x (log2 x axis when
