@@ -124,8 +124,7 @@ int main(int argc, char** argv) {
             d = mha::reverse_batch(B, T, V, data_z);
             zero_losses.push_back(mha::train_step(z, adam_z, d, t).loss);
         }
-        // Adam moves a weight by about lr at its first gradient that is not 0: a weight
-        double biggest = 0;  // still 0 after training never had one
+        double biggest = 0;  // of |w|: Adam moves a w by about lr at any gradient that is not 0
         for (const mha::Linear* l : {&z.attn.wq, &z.attn.wk, &z.attn.wv, &z.attn.w_o})
             biggest = std::max(biggest, double(xt::amax(xt::abs(l->weight))()));
         std::printf("loss %s\n", lesson::sparkline(zero_losses).c_str());
