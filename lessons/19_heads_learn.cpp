@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
         L.dump("weights.before", before);
 
         L.section("2. Step 1, one Adam update by hand");
-        mha::SequenceGrads g = mha::backward(m, t, x, ce.d_logits);
+        const mha::SequenceGrads g = mha::backward(m, t, x, ce.d_logits);
         mha::Adam adam(lr);
         const float w0 = m.attn.wq.weight(0, 0), g0 = g.attn.wq.weight(0, 0);
         adam.step(mha::parameters(m, g));
