@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "mha/model/loss.hpp"
-#include "mha/model/sequence_model.hpp"
+#include "mha/model/train.hpp"
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
@@ -54,7 +53,7 @@ int main(int argc, char** argv) {
         L.dump("weights.before", before);
 
         L.section("2. Step 1, one Adam update by hand");
-        mha::SequenceGrads g = mha::backward(m, t, x, ce.d_logits);
+        const mha::SequenceGrads g = mha::backward(m, t, x, ce.d_logits);
         mha::Adam adam(lr);
         const float w0 = m.attn.wq.weight(0, 0), g0 = g.attn.wq.weight(0, 0);
         adam.step(mha::parameters(m, g));
@@ -68,34 +67,26 @@ int main(int argc, char** argv) {
         L.say("At step 1, m_hat / sqrt(v_hat) = g / |g|: every weight moves by lr, "
               "whatever the size of its gradient.");
 
-        // One step: a fresh batch, forward, loss, backward, update.
-        auto train_step = [&](mha::SequenceModel& model, mha::Adam& opt, mha::Rng& rng) {
-            d = mha::reverse_batch(B, T, V, rng);
-            t = mha::forward(model, x);
-            ce = mha::cross_entropy(t.logits, y);
-            g = mha::backward(model, t, x, ce.d_logits);
-            opt.step(mha::parameters(model, g));
-        };
         L.section("3. Training: loss, accuracy, weight on the anti-diagonal per head");
         std::vector<double> losses{ce.loss};
-        // The frames drawn: when a head first puts more than 0.25, 0.5, 0.9 of its weight
-        // on the anti-diagonal (1/T would be chance).
+        // Frames drawn when a head first puts more than these on the anti-diagonal (chance: 1/T)
         const std::vector<double> marks{0.25, 0.5, 0.9};
         std::vector<std::pair<int, mha::Tensor4>> frames;  // (step, weights [B, H, T, T])
         std::string solved;  // when accuracy first passed 90%
         for (int step = 2; step <= steps; ++step) {
-            train_step(m, adam, data);
-            losses.push_back(ce.loss);
+            d = mha::reverse_batch(B, T, V, data);  // a fresh batch every step
+            const mha::StepReport r = mha::train_step(m, adam, d, t);  // section 2, by the core
+            losses.push_back(r.loss);
             const std::vector<double> on = mha::anti_diagonal_weights(t.attn.weights);  // per head
             while (frames.size() < marks.size() &&
                    *std::max_element(on.begin(), on.end()) > marks[frames.size()])
                 frames.emplace_back(step, t.attn.weights);
-            if (solved.empty() && ce.correct > 0.9 * B * T)
+            if (solved.empty() && r.correct > 0.9 * B * T)
                 solved = "Accuracy first passed 90% at step " + std::to_string(step) +
                          ", the heads' weight on the pattern then:" + fixed_list(on, 2) + ".";
             if (step % std::max(1, steps / 12) == 0 || step == steps)
-                std::printf("step %5d  loss %.4f  accuracy %5.1f%%  on pattern:%s\n", step, ce.loss,
-                            100.0 * ce.correct / double(B * T), fixed_list(on, 2).c_str());
+                std::printf("step %5d  loss %.4f  accuracy %5.1f%%  on pattern:%s\n", step, r.loss,
+                            100.0 * r.correct / double(B * T), fixed_list(on, 2).c_str());
         }
         std::printf("loss %s\n", lesson::sparkline(losses).c_str());
         if (!solved.empty()) L.say(solved);
@@ -110,13 +101,13 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < marks.size(); ++i) {
             const std::string past = fixed(marks[i], 2), file = "past_" + past.substr(2);
             if (i == 1) L.section("5. The heads' weights as they form, continued");
-            if (i >= frames.size()) {
+            if (i < frames.size()) {
+                L.heads("step " + std::to_string(frames[i].first) + ", a head past " + past,
+                        "19_weights_" + file, frames[i].second);
+                L.dump("weights." + file, frames[i].second);
+            } else {
                 L.say("(No head passed " + past + " in " + std::to_string(steps) + " steps.)");
-                continue;
             }
-            L.heads("step " + std::to_string(frames[i].first) + ", a head past " + past,
-                    "19_weights_" + file, frames[i].second);
-            L.dump("weights." + file, frames[i].second);
         }
         L.section("6. The heads' weights at the end");
         L.heads("step " + std::to_string(steps), "19_weights_end", t.attn.weights);
@@ -129,21 +120,21 @@ int main(int argc, char** argv) {
         mha::Adam adam_z(lr);
         mha::Rng data_z(L.opt.seed);
         std::vector<double> zero_losses;
-        double biggest = 0;  // the largest |gradient| of the four weight matrices
         for (int step = 1; step <= steps; ++step) {
-            train_step(z, adam_z, data_z);
-            zero_losses.push_back(ce.loss);
-            for (const mha::LinearGrad* w : {&g.attn.wq, &g.attn.wk, &g.attn.wv, &g.attn.w_o})
-                biggest = std::max(biggest, double(xt::amax(xt::abs(w->weight))()));
+            d = mha::reverse_batch(B, T, V, data_z);
+            zero_losses.push_back(mha::train_step(z, adam_z, d, t).loss);
         }
+        double biggest = 0;  // of |w|: Adam moves a w by about lr at any gradient that is not 0
+        for (const mha::Linear* l : {&z.attn.wq, &z.attn.wk, &z.attn.wv, &z.attn.w_o})
+            biggest = std::max(biggest, double(xt::amax(xt::abs(l->weight))()));
         std::printf("loss %s\n", lesson::sparkline(zero_losses).c_str());
         L.say("Zero weights make V = 0 and the context 0, so dW_o = dy^T context = 0 and d context "
-              "= dy W_o = 0: nothing reaches the attention layer (largest |grad| of its weights "
-              "in " + std::to_string(steps) + " steps: " + fixed(biggest, 1) + "). The output "
+              "= dy W_o = 0: nothing reaches the attention layer (largest |weight| of its four "
+              "after " + std::to_string(steps) + " steps: " + fixed(biggest, 1) + "). The output "
               "is w_o.bias everywhere; the last loss, " + fixed(zero_losses.back(), 4) +
               ", is a uniform guess's ln V = " + fixed(guess, 4) + " give or take a batch's "
               "noise.");
-        int rc = L.claim("zero init: the four weight gradients stay exactly 0", biggest == 0.0);
+        int rc = L.claim("zero init: the four weight matrices stay exactly 0", biggest == 0.0);
         rc |= L.claim("zero init: the loss ends within 5% of ln V",
                       std::fabs(zero_losses.back() / guess - 1) < 0.05);
 

@@ -16,6 +16,7 @@
 #include "mha/model/optim.hpp"
 #include "mha/reference.hpp"
 #include "mha/model/sequence_model.hpp"
+#include "mha/model/train.hpp"
 #include "worst.hpp"
 
 namespace {
@@ -247,17 +248,14 @@ TEST_CASE("training: the same seed gives the same losses, and the loss falls") {
         mha::Adam adam(0.01f);
         mha::Rng rng(seed);
         std::vector<double> losses;
+        mha::SequenceTrace trace;
         for (int step = 0; step < 40; ++step) {
-            mha::Tokens x = mha::Tokens::from_shape({8, 5}), y = x;
+            mha::TokenBatch d{mha::Tokens::from_shape({8, 5}), mha::Tokens::from_shape({8, 5})};
             for (std::size_t b = 0; b < 8; ++b)
-                for (std::size_t t = 0; t < 5; ++t) x(b, t) = int(rng.uniform(0, 6)) % 6;
+                for (std::size_t t = 0; t < 5; ++t) d.x(b, t) = int(rng.uniform(0, 6)) % 6;
             for (std::size_t b = 0; b < 8; ++b)
-                for (std::size_t t = 0; t < 5; ++t) y(b, t) = x(b, 4 - t);  // reversed
-            const mha::SequenceTrace tr = mha::forward(m, x);
-            const mha::CrossEntropy ce = mha::cross_entropy(tr.logits, y);
-            const mha::SequenceGrads g = mha::backward(m, tr, x, ce.d_logits);
-            adam.step(mha::parameters(m, g));
-            losses.push_back(ce.loss);
+                for (std::size_t t = 0; t < 5; ++t) d.y(b, t) = d.x(b, 4 - t);  // reversed
+            losses.push_back(mha::train_step(m, adam, d, trace).loss);
         }
         return losses;
     };

@@ -1,7 +1,7 @@
 // The same answer with any number of workers, and with the packed kernels
 // on or off: this program computes a fixed set of results (forward with
 // and without masks, grouped heads, cross-attention, the tiled path past one
-// tile, the backward, 30 training steps of lesson 19's model) and writes
+// tile, the backward, 30 train_step()s of lesson 19's model) and writes
 // them; tests/threads.cmake runs it under MHA_THREADS = 1, 2, 3 and
 // MHA_PACKED = 1, 0 and compares the files.
 //
@@ -17,9 +17,7 @@
 #include <vector>
 
 #include "mha/backward.hpp"
-#include "mha/model/loss.hpp"
-#include "mha/model/optim.hpp"
-#include "mha/model/sequence_model.hpp"
+#include "mha/model/train.hpp"
 
 namespace {
 
@@ -75,13 +73,11 @@ std::vector<Block> compute() {
     mha::SequenceModel s(10, 8, 32, 2, mha::Init::xavier(3));
     mha::Adam adam(0.05f);
     mha::Rng data(4);
+    mha::SequenceTrace trace;
     Block losses{"training losses, 30 steps", {}};
     for (int step = 0; step < 30; ++step) {
         const mha::TokenBatch b = mha::reverse_batch(64, 8, 10, data);
-        const mha::SequenceTrace t = mha::forward(s, b.x);
-        const mha::CrossEntropy ce = mha::cross_entropy(t.logits, b.y);
-        adam.step(mha::parameters(s, mha::backward(s, t, b.x, ce.d_logits)));
-        losses.v.push_back(static_cast<float>(ce.loss));
+        losses.v.push_back(static_cast<float>(mha::train_step(s, adam, b, trace).loss));
     }
     out.push_back(losses);
     out.push_back(block("training, wq after 30 steps", s.attn.wq.weight));

@@ -11,8 +11,13 @@
 namespace mha {
 
 float LrSchedule::at(int step) const {
-    if (!(peak > 0) || warmup < 0 || total < 1 || !(final_fraction >= 0 && final_fraction <= 1))
-        fail("LrSchedule: needs peak > 0, warmup >= 0, total >= 1, final_fraction in [0, 1]");
+    if (!(peak > 0) || warmup < 0 || total < 1 || warmup > total ||
+        !(final_fraction >= 0 && final_fraction <= 1))
+        fail("LrSchedule: needs peak > 0, 0 <= warmup <= total, total >= 1, final_fraction "
+             "in [0, 1]; got peak " + std::to_string(peak) + ", warmup " +
+             std::to_string(warmup) + ", total " + std::to_string(total) +
+             ", final_fraction " + std::to_string(final_fraction));
+    if (step < 1) fail("LrSchedule: steps count from 1, got step " + std::to_string(step));
     if (step <= warmup) return peak * float(step) / float(warmup);  // step >= 1: never 0
     if (step >= total) return peak * final_fraction;
     const double done = double(step - warmup) / double(total - warmup);  // in (0, 1)

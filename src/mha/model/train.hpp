@@ -22,11 +22,12 @@ namespace mha {
 /// and stays there.
 struct LrSchedule {
     float peak = 1e-3f;           ///< the highest rate
-    int warmup = 0;               ///< steps of linear warm-up, at least 0
+    int warmup = 0;               ///< steps of linear warm-up, in [0, total]
     int total = 1;                ///< the step where the decay ends
     float final_fraction = 0.1f;  ///< the last rate over the peak, in [0, 1]
     /// @param step 1, 2, ...
-    /// @return     the rate for that step, above 0
+    /// @return     the rate for that step, above 0 (when final_fraction is)
+    /// @throws std::invalid_argument for a field out of range or step < 1.
     float at(int step) const;
 };
 
