@@ -239,3 +239,17 @@ TEST_CASE("train_step: forty steps with warm-up and clipping learn to count") {
     CHECK(losses.front() > 0.8 * std::log(10.0));  // about a uniform guess at first
     CHECK(losses.back() < 0.25 * losses.front());
 }
+
+TEST_CASE("Adam::set_lr: 0 is a rate that moves nothing (a schedule may end there), below 0 refused") {
+    std::vector<float> w{1.0f, -2.0f}, g{0.5f, 0.25f};
+    const std::vector<mha::Parameter> p{{"w", w.data(), g.data(), w.size()}};
+    mha::Adam adam(0.1f);
+    adam.set_lr(0.0f);
+    adam.step(p);
+    CHECK(w[0] == 1.0f);
+    CHECK(w[1] == -2.0f);
+    CHECK_THROWS_AS(adam.set_lr(-1e-3f), std::invalid_argument);
+    const mha::LrSchedule to_zero{1e-3f, 2, 10, 0.0f};
+    CHECK(to_zero.at(10) == 0.0f);
+    CHECK_NOTHROW(adam.set_lr(to_zero.at(10)));
+}

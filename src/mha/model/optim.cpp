@@ -21,7 +21,8 @@ Adam::Adam(float lr, float beta1, float beta2, float eps)
 }
 
 void Adam::set_lr(float lr) {
-    if (!(lr > 0)) fail("Adam: lr must be > 0, got " + std::to_string(lr));
+    // 0 is a rate (a schedule may end there); a negative one would climb the loss
+    if (!(lr >= 0)) fail("Adam: set_lr needs lr >= 0, got " + std::to_string(lr));
     lr_ = lr;
 }
 

@@ -53,7 +53,7 @@ public:
     /// @return \f$\eta\f$, the learning rate of the next step
     float lr() const { return lr_; }
     /// What a learning-rate schedule changes between steps.
-    /// @param lr the new \f$\eta\f$, above 0
+    /// @param lr the new \f$\eta\f$, at least 0 (0: the step changes nothing)
     void set_lr(float lr);
 
     /// @return t, the steps taken
