@@ -27,7 +27,6 @@
 #include <stdexcept>
 #include <string>
 
-#include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
 #include "mha/attention.hpp"
@@ -164,11 +163,7 @@ void save_grads(const std::string& out, const mha::AttentionGrads& g, bool group
         save("v_proj.weight", g.wv.weight), save("v_proj.bias", g.wv.bias);
         save("o_proj.weight", g.w_o.weight), save("o_proj.bias", g.w_o.bias);
     } else {
-        save("in_proj_weight", mha::Tensor2(xt::concatenate(
-                                   xt::xtuple(g.wq.weight, g.wk.weight, g.wv.weight), 0)));
-        save("in_proj_bias", mha::Tensor1(xt::concatenate(
-                                 xt::xtuple(g.wq.bias, g.wk.bias, g.wv.bias), 0)));
-        save("out_proj.weight", g.w_o.weight), save("out_proj.bias", g.w_o.bias);
+        mha::save_torch_mha_grads(g, out);  // in_proj_weight.grad.npy [3E, E] ...
     }
     if (cross) {
         save("query", g.query), save("key", g.key), save("value", g.value);
