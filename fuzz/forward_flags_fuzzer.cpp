@@ -2,13 +2,19 @@
 // from the input (fuzz/argv.hpp), in a scratch folder that holds a small
 // state_dict in two layouts (w/, cur/ with two kv heads), inputs and masks
 // for the flags to name: x.npy [2, 5, 6], k.npy [2, 4, 6], m55.npy bool
-// [5, 5], pad.npy bool [2, 5], f55.npy float [5, 5], bad.npy (not .npy).
+// [5, 5], pad.npy bool [2, 5], f55.npy float [5, 5], bad.npy (not .npy); and
+// for --block and --model a block E 6, H 3, F 8 (blk/), a language model V 5,
+// T_max 5, E 6, H 3, F 8, L 1 (lm/), token ids int64 [2, 5] (ids.npy) and
+// dL/d logits [2, 5, 5] (gl.npy).
 #include <cstdint>
 #include <filesystem>
+
+#include <xtensor/xnpy.hpp>
 
 #include "argv.hpp"
 #include "common.hpp"
 #include "mha/attention.hpp"
+#include "mha/io/model_io.hpp"
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
 
@@ -40,6 +46,11 @@ bool prepare() {
     mha::save_npy("pad.npy", pad);
     mha::save_npy("f55.npy", mha::Tensor2(xt::zeros<float>({5, 5})));
     std::ofstream("bad.npy") << "not a .npy file";
+    mha::save_block(mha::Block(6, 3, 8, 4), "blk");
+    mha::save_model(mha::make_language_model({5, 5, 6, 3, 8, 1}, 5), "lm");
+    const xt::xtensor<std::int64_t, 2> ids = {{0, 1, 2, 3, 4}, {4, 4, 0, 1, 2}};
+    xt::dump_npy("ids.npy", ids);
+    mha::save_npy("gl.npy", mha::randn(2, 5, 5, rng));
     return true;  // (scripts/fuzz.sh closes its stdout and stderr: -close_fd_mask=3)
 }
 

@@ -2,7 +2,8 @@
 """Writes the fuzz targets' seed corpus (fuzz/corpus/<target>/), committed
 beside them: good .npy files of every dtype, order, rank and format version,
 the bad ones the tests use, state_dicts of every layout, masks of every
-shape mha_forward takes, and argument lists for the flag parsers.
+shape mha_forward takes, argument lists for the flag parsers, changes to a
+model's folder, and token ids.
 
     /usr/bin/python3 fuzz/make_corpus.py     (needs python3-numpy)
 """
@@ -99,4 +100,47 @@ for k, more in enumerate([[], ["--causal"], ["--attn-mask", "m55.npy"], ["--key-
     put("forward_flags", f"args{k}", args(*(base + more)))
 put("forward_flags", "gqa", args("--weights", "cur", "--num-heads", "3", "--num-kv-heads", "1",
                                  "--query", "x.npy", "--out", "o", "--grad-output", "x.npy"))
+
+# model: byte 0 picks one of the 30 files of model_fuzzer.cpp's folder (V 5,
+# T_max 4, E 4, H 2, F 8, L 2), sorted by name; byte 1 the heads; byte 2 bit 0
+# removes it, bits 1-7 a stray layers.{i}.norm1.weight.npy; then its bytes.
+V, T_max, E, F = 5, 4, 4, 8
+block = {"self_attn.in_proj_weight": (3 * E, E), "self_attn.in_proj_bias": (3 * E,),
+         "self_attn.out_proj.weight": (E, E), "self_attn.out_proj.bias": (E,),
+         "linear1.weight": (F, E), "linear1.bias": (F,), "linear2.weight": (E, F),
+         "linear2.bias": (E,), "norm1.weight": (E,), "norm1.bias": (E,),
+         "norm2.weight": (E,), "norm2.bias": (E,)}
+shapes = {"tok_emb.weight": (V, E), "pos_emb.weight": (T_max, E), "norm.weight": (E,),
+          "norm.bias": (E,), "head.weight": (V, E), "head.bias": (V,)}
+shapes.update({f"layers.{i}.{k}": s for i in range(2) for k, s in block.items()})
+names = sorted(f"{k}.npy" for k in shapes)
+assert len(names) == 30
+for name in ["tok_emb.weight.npy", "layers.0.self_attn.in_proj_weight.npy",
+             "layers.1.linear1.weight.npy", "head.bias.npy", "pos_emb.weight.npy"]:
+    i = names.index(name)
+    put("model", name[:-4], bytes([i, 1, 0]) + w(*shapes[name[:-4]]))
+i = names.index("layers.1.linear1.weight.npy")
+put("model", "linear1_other_f", bytes([i, 1, 0]) + w(F + 1, E))
+put("model", "remove_norm_bias", bytes([names.index("norm.bias.npy"), 1, 1]))
+put("model", "stray_layer3", bytes([names.index("norm.bias.npy"), 1, 3 << 1]) + w(E))
+put("model", "int64_weight", bytes([names.index("head.bias.npy"), 1, 0]) + npy(np.arange(V)))
+
+# tokens: the file itself (model V 5, T_max 4)
+ids = lambda *s: npy(rng.randint(0, V, s).astype(np.int64))
+put("tokens", "int64", ids(2, 3))
+put("tokens", "int32", npy(rng.randint(0, V, (1, 4)).astype(np.int32)))
+put("tokens", "fortran", npy(rng.randint(0, V, (3, 2)).astype(np.int64), fortran=True))
+put("tokens", "version2", npy(rng.randint(0, V, (1, 2)).astype(np.int64), version=(2, 0)))
+put("tokens", "too_long", ids(1, 5))
+put("tokens", "out_of_range", npy(np.array([[0, 5, -1]], np.int64)))
+put("tokens", "wraps", npy(np.array([[2**32 + 1, 2**63 - 1]], np.int64)))
+put("tokens", "float", npy(np.zeros((2, 3), np.float32)))
+put("tokens", "empty", npy(np.zeros((0, 3), np.int64)))
+put("tokens", "rank1", ids(4))
+put("tokens", "truncated", ids(2, 3)[:-5])
+for k, a in enumerate([("--block", "--weights", "blk", "--num-heads", "3", "--query", "x.npy",
+                        "--causal", "--grad-output", "x.npy", "--out", "o"),
+                       ("--model", "lm", "--num-heads", "3", "--tokens", "ids.npy",
+                        "--grad-output", "gl.npy", "--out", "o")]):
+    put("forward_flags", ["block", "model"][k], args(*a))
 print("corpus written to", root)

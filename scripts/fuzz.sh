@@ -7,7 +7,7 @@
 # input that did it is left in build-fuzz/findings/ and named here.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]   targets: npy state_dict masks
-#                                            lesson_flags forward_flags
+#                                            model tokens lesson_flags forward_flags
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -15,7 +15,7 @@ seconds=${1:-30}
   { echo "fuzz.sh: SECONDS must be a whole number from 1, not '$seconds'" >&2; exit 2; }
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(npy state_dict masks lesson_flags forward_flags)
+[ ${#targets[@]} -gt 0 ] || targets=(npy state_dict masks model tokens lesson_flags forward_flags)
 scripts/install-deps.sh clang-14 libfuzzer-14-dev
 if [ ! -f build-fuzz/CMakeCache.txt ]; then
   CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMHA_FUZZ=ON

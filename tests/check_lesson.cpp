@@ -1,6 +1,6 @@
 // check_lesson: runs one lesson and checks what it printed.
 //
-//   check_lesson [--exit N] [--max-width W] [--max-section-rows R]
+//   check_lesson [--exit N] [--max-width W] [--max-section-rows R] [--max-lines M]
 //                [--expect TEXT]... [--reject TEXT]... [--numbers NAME]...
 //                [--stdin TEXT]
 //                [--shapes FILE --lesson NAME] [--source FILE]
@@ -8,6 +8,7 @@
 //
 // Fails (exit 1, with the reason) when the program's exit code is not N
 // (default 0), when an output line is wider than W columns (default 90),
+// when the output has more than M lines (a tool's error: M = 1),
 // when a line opens a '[' it does not close (a shape split by wrapping),
 // when a section ("== title ==", from the blank line before it to the next
 // one, plus the row of --pause's prompt and the lines before the first
@@ -28,6 +29,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -103,7 +105,7 @@ int fail(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int want_exit = 0, max_width = 90, max_rows = 30;
+    int want_exit = 0, max_width = 90, max_rows = 30, max_lines = -1;
     std::vector<std::string> expects, rejects, numbers;
     std::string input;
     std::string shapes_file, lesson, source_file, command;
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) return fail("flag " + a + " needs a value");
         if (a == "--exit") want_exit = std::atoi(argv[++i]);
         else if (a == "--max-width") max_width = std::atoi(argv[++i]);
+        else if (a == "--max-lines") max_lines = std::atoi(argv[++i]);
         else if (a == "--expect") expects.push_back(argv[++i]);
         else if (a == "--reject") rejects.push_back(argv[++i]);
         else if (a == "--numbers") numbers.push_back(argv[++i]);
@@ -163,6 +166,12 @@ int main(int argc, char** argv) {
                         std::to_string(columns(line)) + " columns wide (max " +
                         std::to_string(max_width) + "): " + line);
         }
+    }
+    const long lines_out = std::count(out.begin(), out.end(), '\n') +
+                           (!out.empty() && out.back() != '\n');
+    if (max_lines >= 0 && lines_out > max_lines) {
+        return fail(std::to_string(lines_out) + " lines printed, at most " +
+                    std::to_string(max_lines) + " expected");
     }
     for (const std::string& e : expects)
         if (out.find(e) == std::string::npos) return fail("missing: " + e);

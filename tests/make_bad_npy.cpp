@@ -12,7 +12,12 @@
 // tril and the case's key padding as one [2, 5, 5] keep-mask
 // (DIR/tril_padded.npy: what --causal --key-padding-mask must give),
 // a bool [4, 4] attn_mask (DIR/mask_4x4.npy), a rank-4 input (rank4.npy) and
-// a rank-5 file (rank5.npy).
+// a rank-5 file (rank5.npy). For --block and --model (io/model_io.hpp): a
+// block E 12, H 3, F 20 (DIR/block), a language model V 10, T_max 6, E 12,
+// H 3, F 20, L 2 (DIR/model), each also with a file missing (*_missing) and
+// one misshapen (*_bad); token ids int64 [2, 5] (tokens.npy) and dL/d logits
+// [2, 5, 10] (grad_logits.npy); ids 10 and -1 (tokens_big, tokens_neg), T 7
+// (tokens_long), float32 ids (tokens_float), int64 [5] (tokens_rank1).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +28,7 @@
 #include <xtensor/xview.hpp>
 
 #include "mha/init.hpp"
+#include "mha/io/model_io.hpp"
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
 
@@ -106,6 +112,29 @@ int main(int argc, char** argv) {
         const xt::xtensor<bool, 3> keep3 = xt::view(padded, xt::all(), 0);  // [2, 5, 5]
         mha::save_npy(dir + "/tril_padded.npy", keep3);
         std::printf("and the state_dict layouts and keep-masks\n");
+        // --block and --model: good folders, then one file gone, one misshapen
+        const mha::Block blk(12, 3, 20, 4);
+        const mha::LanguageModel lm = mha::make_language_model({10, 6, 12, 3, 20, 2}, 5);
+        for (const char* suffix : {"", "_missing", "_bad"}) {
+            mha::save_block(blk, dir + "/block" + suffix);
+            mha::save_model(lm, dir + "/model" + suffix);
+        }
+        std::filesystem::remove(dir + "/block_missing/linear1.bias.npy");
+        mha::save_npy(dir + "/block_bad/linear2.weight.npy", mha::zeros(12, 19));
+        std::filesystem::remove(dir + "/model_missing/layers.1.norm2.weight.npy");
+        mha::save_npy(dir + "/model_bad/head.weight.npy", mha::zeros(10, 13));
+        const xt::xtensor<std::int64_t, 2> ids = {{1, 2, 3, 4, 5}, {9, 0, 0, 7, 1}};
+        xt::dump_npy(dir + "/tokens.npy", ids);
+        mha::save_npy(dir + "/grad_logits.npy", mha::randn(2, 5, 10, rng));
+        xt::xtensor<std::int64_t, 2> big = ids, neg = ids;
+        big(1, 4) = 10;
+        neg(0, 2) = -1;
+        xt::dump_npy(dir + "/tokens_big.npy", big);
+        xt::dump_npy(dir + "/tokens_neg.npy", neg);
+        xt::dump_npy(dir + "/tokens_long.npy", xt::xtensor<std::int64_t, 2>(xt::zeros<std::int64_t>({1, 7})));
+        mha::save_npy(dir + "/tokens_float.npy", mha::zeros(2, 5));
+        xt::dump_npy(dir + "/tokens_rank1.npy", xt::xtensor<std::int64_t, 1>{1, 2, 3, 4, 5});
+        std::printf("and a block's and a model's folders, token ids\n");
     }
     return 0;
 }

@@ -13,6 +13,15 @@
 // it also writes every gradient under PyTorch's names, for torch.autograd
 // to compare with. A query whose keys are all
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
+//
+//   mha_forward --block --weights DIR --num-heads H --query X.npy --out DIR
+//   mha_forward --model DIR --num-heads H --tokens IDS.npy --out DIR
+//
+// run a pre-norm Transformer block (nn.TransformerEncoderLayer with
+// norm_first) on X, or a language model of such blocks on token ids, from
+// state_dicts under PyTorch's names (io/model_io.hpp): OUT/output.npy
+// [B, T, E] or OUT/logits.npy [B, T, V], and with --grad-output every
+// parameter's gradient.
 // Bad input: one line on stderr naming the file and the shapes, exit 2.
 #include <unistd.h>
 
@@ -27,12 +36,12 @@
 #include <stdexcept>
 #include <string>
 
-#include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
 #include "mha/attention.hpp"
 #include "mha/backward.hpp"
 #include "mha/kv_cache.hpp"
+#include "mha/io/model_io.hpp"
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
 
@@ -40,30 +49,33 @@ namespace {
 
 const char* const kUsage = R"(usage: mha_forward --weights DIR --num-heads H --query Q.npy --out DIR
                    [--key K.npy --value V.npy] [masks] [--fill F] [more]
-
-  --weights DIR   a state_dict, one .npy file per entry, of
-                    nn.MultiheadAttention (in_proj_weight, in_proj_bias,
-                      out_proj.weight, out_proj.bias), or the articles'
-                    (wq, wk, wv, fc_out; w_q, w_k, w_v, w_combine), or current
-                    models' (q_proj, k_proj, v_proj, o_proj; .bias optional)
+       mha_forward --block --weights DIR --num-heads H --query X.npy --out DIR
+       mha_forward --model DIR --num-heads H --tokens IDS.npy --out DIR
+  --weights DIR   a state_dict, one .npy file per entry: nn.MultiheadAttention's
+                    (in_proj_weight, in_proj_bias, out_proj.*), the articles'
+                    (wq, wk, wv, fc_out; w_q, w_k, w_v, w_combine), current
+                    models' (q_proj ... o_proj; .bias optional); with --block,
+                    nn.TransformerEncoderLayer(norm_first=True, "gelu")'s
   --num-heads H   heads; H must divide E
   --query Q.npy   [B, Tq, E], batch first, float32 (or float64)
   --key K.npy     [B, Tk, E], with --value, for cross-attention
   --value V.npy   [B, Tk, E]
   --out DIR       gets output.npy [B, Tq, E], attn_weights.npy [B, H, Tq, Tk]
+  --model DIR     a language model's (tok_emb, pos_emb, layers.{i}., norm, head)
+  --tokens IDS.npy  its input, int64 [B, T], T <= T_max: logits.npy [B, T, V]
 masks, PyTorch's polarity (True = may not attend):
   --attn-mask M.npy         bool [Tq, Tk] or [B*H, Tq, Tk]; or float, added
   --key-padding-mask P.npy  bool [B, Tk], True = ignore that key
 masks, the articles' polarity (1 = may attend):
   --keep-mask M.npy  bool or float, [Tq, Tk], [B, Tq, Tk] or rank 4
-  --causal           torch.tril: query i sees keys 0..i
+  --causal           torch.tril: query i sees keys 0..i (so does --model)
   --fill F           masked scores: -inf (default), or -1e10 as an article
 more:
   --num-kv-heads G   grouped-query attention: G key/value heads, G divides H
   --no-weights       need_weights=False: tiled, writes only output.npy
   --incremental      self-attention through a KV cache, causal; only output.npy
-  --grad-output G.npy  dL/d output [B, Tq, E]: also the gradients as PyTorch
-                     names them (in_proj_weight.grad.npy ..., query.grad.npy)
+  --grad-output G.npy  dL/d output (or logits): also every gradient as PyTorch
+                     names it (in_proj_weight.grad.npy ..., query.grad.npy)
 )";
 
 struct Bad : std::invalid_argument {
@@ -73,8 +85,15 @@ struct Bad : std::invalid_argument {
 // Flags that take a value, and those that do not.
 const char* const kValued[] = {"--weights", "--num-heads", "--query", "--key", "--value",
                                "--attn-mask", "--key-padding-mask", "--keep-mask",
-                               "--fill", "--out", "--num-kv-heads", "--grad-output"};
-const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental"};
+                               "--fill", "--out", "--num-kv-heads", "--grad-output",
+                               "--model", "--tokens"};
+const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental", "--block"};
+
+// What the block and the model take besides their inputs; anything else
+// given with them makes no sense there.
+const char* const kOnlyAttention[] = {"--key", "--value", "--attn-mask", "--key-padding-mask",
+                                      "--keep-mask", "--fill", "--num-kv-heads", "--no-weights",
+                                      "--incremental"};
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
     std::map<std::string, std::string> args;
@@ -93,6 +112,23 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
         if (i + 1 >= argc || std::strncmp(argv[i + 1], "--", 2) == 0)
             throw Bad(flag + " needs a value");
         args[flag] = argv[++i];
+    }
+    if (args.count("--block") && args.count("--model"))
+        throw Bad("--block and --model are two programs: give one of them");
+    if (args.count("--tokens") && !args.count("--model"))
+        throw Bad("--tokens goes with --model DIR (a language model's input)");
+    if (args.count("--block") || args.count("--model")) {
+        const std::string mode = args.count("--block") ? "--block" : "--model";
+        for (const char* flag : kOnlyAttention)
+            if (args.count(flag)) throw Bad(mode + " takes no " + flag + " (that is attention's)");
+    }
+    if (args.count("--model")) {
+        if (args.count("--weights")) throw Bad("--model DIR is the weights: no --weights");
+        if (args.count("--query")) throw Bad("--model reads --tokens, not --query");
+        if (args.count("--causal")) throw Bad("--model is causal in every block: no --causal");
+        for (const char* need : {"--num-heads", "--tokens", "--out"})
+            if (!args.count(need)) throw Bad(std::string("missing ") + need + " (try --help)");
+        return args;
     }
     for (const char* need : {"--weights", "--num-heads", "--query", "--out"})
         if (!args.count(need)) throw Bad(std::string("missing ") + need + " (try --help)");
@@ -164,11 +200,7 @@ void save_grads(const std::string& out, const mha::AttentionGrads& g, bool group
         save("v_proj.weight", g.wv.weight), save("v_proj.bias", g.wv.bias);
         save("o_proj.weight", g.w_o.weight), save("o_proj.bias", g.w_o.bias);
     } else {
-        save("in_proj_weight", mha::Tensor2(xt::concatenate(
-                                   xt::xtuple(g.wq.weight, g.wk.weight, g.wv.weight), 0)));
-        save("in_proj_bias", mha::Tensor1(xt::concatenate(
-                                 xt::xtuple(g.wq.bias, g.wk.bias, g.wv.bias), 0)));
-        save("out_proj.weight", g.w_o.weight), save("out_proj.bias", g.w_o.bias);
+        mha::save_torch_mha_grads(g, out);  // in_proj_weight.grad.npy [3E, E] ...
     }
     if (cross) {
         save("query", g.query), save("key", g.key), save("value", g.value);
@@ -184,6 +216,76 @@ void make_out_dir(const std::string& dir) {
         throw Bad("--out " + dir + ": cannot write to this folder");
 }
 
+// --grad-output's file, which must have the shape of what it differentiates.
+mha::Tensor3 load_grad_output(const std::string& path, const std::string& what,
+                              const mha::Tensor3::shape_type& shape) {
+    const mha::Tensor3 g = mha::load_npy_tensor3(path, "grad-output");
+    if (g.shape() != shape) {
+        throw Bad(path + ": grad-output is " + mha::shape_of(g) + ", the " + what + " = " +
+                  mha::shape_str(shape));
+    }
+    return g;
+}
+
+using Args = std::map<std::string, std::string>;
+
+// --block: x + attn(norm1(x)), then x + ff(norm2(x)), and with --grad-output
+// its backward (block.hpp).
+int run_block(const Args& args) {
+    const std::size_t H = parse_heads("--num-heads", args.at("--num-heads"));
+    const mha::Block blk = mha::load_block(args.at("--weights"), H);
+    const mha::Tensor3 x = load_input(args.at("--query"), "query", blk.self_attn.embed_dim());
+    const bool causal = args.count("--causal") > 0;
+    const std::string out = args.at("--out");
+    if (!args.count("--grad-output")) {
+        make_out_dir(out);
+        const mha::Tensor3 y = mha::block_forward(blk, x, causal);  // [B, T, E]
+        mha::save_npy(out + "/output.npy", y);
+        std::printf("wrote %s/output.npy %s\n", out.c_str(), mha::shape_of(y).c_str());
+        return 0;
+    }
+    const mha::Tensor3 g_out =
+        load_grad_output(args.at("--grad-output"), "output [B, T, E]", x.shape());
+    make_out_dir(out);
+    mha::BlockTrace t;
+    const mha::Tensor3 y = mha::block_forward(blk, x, causal, &t);
+    mha::BlockGrads g;
+    const mha::Tensor3 dx = mha::block_backward(blk, t, g_out, causal, g);  // [B, T, E]
+    mha::save_npy(out + "/output.npy", y);
+    mha::save_npy(out + "/query.grad.npy", dx);
+    mha::save_block_grads(g, out);
+    std::printf("wrote %s/output.npy %s, query.grad.npy, 12 *.grad.npy\n", out.c_str(),
+                mha::shape_of(y).c_str());
+    return 0;
+}
+
+// --model: tokens to logits through the causal blocks, and with
+// --grad-output the backward from dL/d logits (language_model.hpp).
+int run_model(const Args& args) {
+    const std::size_t H = parse_heads("--num-heads", args.at("--num-heads"));
+    const mha::LanguageModel m = mha::load_model(args.at("--model"), H);
+    const mha::Tokens tokens =
+        mha::load_tokens(args.at("--tokens"), m.tok_emb.vocab(), m.pos_emb.vocab());
+    const std::string out = args.at("--out");
+    const mha::Tensor3::shape_type logits_shape{tokens.shape(0), tokens.shape(1),
+                                                m.tok_emb.vocab()};
+    const mha::Tensor3 g_out =
+        args.count("--grad-output")
+            ? load_grad_output(args.at("--grad-output"), "logits [B, T, V]", logits_shape)
+            : mha::Tensor3();
+    make_out_dir(out);
+    const mha::ModelTrace t = mha::forward(m, tokens);  // logits [B, T, V]
+    mha::save_npy(out + "/logits.npy", t.logits);
+    if (!args.count("--grad-output")) {
+        std::printf("wrote %s/logits.npy %s\n", out.c_str(), mha::shape_of(t.logits).c_str());
+        return 0;
+    }
+    mha::save_model_grads(mha::backward(m, t, tokens, g_out), out);
+    std::printf("wrote %s/logits.npy %s and %zu *.grad.npy\n", out.c_str(),
+                mha::shape_of(t.logits).c_str(), 12 * m.layers.size() + 6);
+    return 0;
+}
+
 }  // namespace
 
 // The whole program; main() below calls it, and so does the fuzz target of
@@ -191,6 +293,8 @@ void make_out_dir(const std::string& dir) {
 int mha_forward_main(int argc, char** argv) {
     try {
         const auto args = parse(argc, argv);
+        if (args.count("--block")) return run_block(args);
+        if (args.count("--model")) return run_model(args);
         const auto at = [&](const char* flag) {
             return args.count(flag) ? args.at(flag) : std::string();
         };

@@ -1,6 +1,7 @@
 // Tests for mha/io/npy.hpp: good files load, bad ones are refused by name.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -238,4 +239,27 @@ TEST_CASE("npy: float64 beyond float's range becomes inf, as NumPy's astype does
     CHECK(x(0) == std::numeric_limits<float>::infinity());
     CHECK(x(1) == -std::numeric_limits<float>::infinity());
     CHECK(x(2) == 0.5f);
+}
+
+TEST_CASE("npy: integers from int64 and int32 files, and a float file refused, not rounded") {
+    TempDir d("int");
+    const xt::xtensor<std::int64_t, 2> i64 = {{1, -2, 3}, {(std::int64_t(1) << 40), 0, 7}};
+    xt::dump_npy(d.file("i64.npy"), i64);
+    const auto a = mha::load_npy_int(d.file("i64.npy"), "ids", 2);
+    CHECK(mha::shape_str(a.shape()) == "[2, 3]");
+    CHECK(a(0, 1) == -2);
+    CHECK(a(1, 0) == (std::int64_t(1) << 40));
+    const xt::xtensor<std::int32_t, 1> i32 = {5, -6};
+    xt::dump_npy(d.file("i32.npy"), i32);
+    CHECK(mha::load_npy_int(d.file("i32.npy"), "ids", 1)(1) == -6);
+    const xt::xtensor<std::int64_t, 2, xt::layout_type::column_major> fortran = i64;
+    xt::dump_npy(d.file("fortran.npy"), fortran);
+    CHECK(mha::load_npy_int(d.file("fortran.npy"), "ids", 2) == a);
+    mha::save_npy(d.file("f32.npy"), mha::Tensor2{{1.0f, 2.0f}});
+    CHECK_THROWS_WITH_AS(mha::load_npy_int(d.file("f32.npy"), "tokens [B, T]", 2),
+                         doctest::Contains("f32.npy: tokens [B, T] must be int64 or int32, "
+                                           "not float32"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::load_npy_int(d.file("i32.npy"), "tokens [B, T]", 2),
+                         doctest::Contains("has shape [2], not rank 2"), std::invalid_argument);
 }

@@ -292,6 +292,22 @@ Tensor3 load_npy_tensor3(const std::string& path, const std::string& what) {
     return t;
 }
 
+xt::xarray<std::int64_t> load_npy_int(const std::string& path, const std::string& what,
+                                      std::size_t rank) {
+    std::size_t data_start = 0;
+    const NpyInfo info = read_header(path, data_start);
+    if (info.dtype != "<i8" && info.dtype != "<i4") {
+        fail(path + ": " + what + " must be int64 or int32, not " + dtype_name(info.dtype));
+    }
+    check_rank(info, path, what, rank);
+    if (info.dtype == "<i4") {
+        return read_data<std::int64_t, std::int32_t>(path, info, data_start,
+                                                     [](std::int32_t x, std::size_t) { return x; });
+    }
+    return read_data<std::int64_t, std::int64_t>(path, info, data_start,
+                                                 [](std::int64_t x, std::size_t) { return x; });
+}
+
 xt::xarray<bool> load_npy_bool(const std::string& path, const std::string& what,
                                std::size_t rank) {
     std::size_t data_start = 0;

@@ -2,6 +2,7 @@
 /// @brief NumPy `.npy` files in and out, checked before they are trusted.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -60,6 +61,17 @@ Tensor3 load_npy_tensor3(const std::string& path, const std::string& what);
 /// @throws std::invalid_argument for any other dtype or rank.
 xt::xarray<bool> load_npy_bool(const std::string& path, const std::string& what,
                                std::size_t rank);
+
+/// An integer array from an int64 file (`torch.long`, NumPy's default) or
+/// an int32 one: token ids.
+/// @param path the file
+/// @param what how to name it in errors, e.g. "tokens [B, T]"
+/// @param rank the rank it must have
+/// @return the numbers, row-major, and their shape
+/// @throws std::invalid_argument for any other dtype (float files are
+///         refused, not rounded) or rank.
+xt::xarray<std::int64_t> load_npy_int(const std::string& path, const std::string& what,
+                                      std::size_t rank);
 
 /// Writes @p n floats of shape @p shape as a float32 `.npy` file, C order.
 /// @param path  the file to write

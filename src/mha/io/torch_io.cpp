@@ -8,6 +8,7 @@
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
+#include "mha/backward.hpp"
 #include "mha/io/npy.hpp"
 
 namespace mha {
@@ -20,29 +21,31 @@ std::string sizes(std::size_t a, std::size_t b) {
 
 }  // namespace
 
-MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads) {
-    const std::string w_path = dir + "/in_proj_weight.npy";
+MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads,
+                                  const std::string& prefix) {
+    const std::string stem = dir + "/" + prefix;  // "DIR/" or "DIR/layers.0.self_attn."
+    const std::string w_path = stem + "in_proj_weight.npy";
     const xt::xarray<float> in_w = load_npy_float(w_path, "in_proj_weight [3E, E]", 2);
     const std::size_t E = in_w.shape(1);
     if (E == 0 || in_w.shape(0) != 3 * E) {
         fail(w_path + ": in_proj_weight is " + shape_of(in_w) + ", not [3E, E]");
     }
     const xt::xarray<float> in_b =
-        load_npy_float(dir + "/in_proj_bias.npy", "in_proj_bias [3E]", 1);
+        load_npy_float(stem + "in_proj_bias.npy", "in_proj_bias [3E]", 1);
     const xt::xarray<float> out_w =
-        load_npy_float(dir + "/out_proj.weight.npy", "out_proj.weight [E, E]", 2);
+        load_npy_float(stem + "out_proj.weight.npy", "out_proj.weight [E, E]", 2);
     const xt::xarray<float> out_b =
-        load_npy_float(dir + "/out_proj.bias.npy", "out_proj.bias [E]", 1);
+        load_npy_float(stem + "out_proj.bias.npy", "out_proj.bias [E]", 1);
     if (in_b.shape(0) != 3 * E) {
-        fail(dir + "/in_proj_bias.npy: " + shape_of(in_b) + ", not [3E] = [" +
+        fail(stem + "in_proj_bias.npy: " + shape_of(in_b) + ", not [3E] = [" +
              std::to_string(3 * E) + "]");
     }
     if (out_w.shape(0) != E || out_w.shape(1) != E) {
-        fail(dir + "/out_proj.weight.npy: " + shape_of(out_w) + ", not [E, E] = " +
+        fail(stem + "out_proj.weight.npy: " + shape_of(out_w) + ", not [E, E] = " +
              sizes(E, E));
     }
     if (out_b.shape(0) != E) {
-        fail(dir + "/out_proj.bias.npy: " + shape_of(out_b) + ", not [E] = [" +
+        fail(stem + "out_proj.bias.npy: " + shape_of(out_b) + ", not [E] = [" +
              std::to_string(E) + "]");
     }
     MultiHeadAttention m(E, num_heads, Init::zero());
@@ -142,25 +145,56 @@ MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads
                : load_linears(dir, *linears, num_heads, num_kv_heads);
 }
 
-void save_torch_mha(const MultiHeadAttention& m, const std::string& dir) {
-    const std::size_t E = m.embed_dim();
+namespace {
+
+// wq, wk, wv stacked as nn.MultiheadAttention's in_proj, weight [3E, E] and
+// bias [3E], written as STEM + "in_proj_weight" + SUFFIX (".npy" for the
+// weights, ".grad.npy" for their gradients).
+void save_in_proj(const Tensor2* const w[3], const Tensor1* const b[3],
+                  const std::string& stem, const std::string& suffix) {
+    const std::size_t E = w[0]->shape(1);
+    for (std::size_t p = 0; p < 3; ++p) {
+        if (w[p]->shape() != Tensor2::shape_type{E, E} || b[p]->shape(0) != E) {
+            fail(stem + "in_proj_weight" + suffix + ": in_proj stacks three [E, E], not " +
+                 shape_of(*w[0]) + ", " + shape_of(*w[1]) + ", " + shape_of(*w[2]) +
+                 " (grouped heads have no in_proj: q_proj ... o_proj)");
+        }
+    }
+    auto in_w = Tensor2::from_shape({3 * E, E});
+    auto in_b = Tensor1::from_shape({3 * E});
+    for (std::size_t p = 0; p < 3; ++p) {
+        std::copy(w[p]->begin(), w[p]->end(), in_w.begin() + p * E * E);
+        std::copy(b[p]->begin(), b[p]->end(), in_b.begin() + p * E);
+    }
+    save_npy(stem + "in_proj_weight" + suffix, in_w);
+    save_npy(stem + "in_proj_bias" + suffix, in_b);
+}
+
+}  // namespace
+
+void save_torch_mha(const MultiHeadAttention& m, const std::string& dir,
+                    const std::string& prefix) {
     if (m.num_kv_heads() != m.num_heads()) {
         fail("save_torch_mha: nn.MultiheadAttention has no grouped heads, and this module "
              "has " + std::to_string(m.num_kv_heads()) + " kv heads for " +
              std::to_string(m.num_heads()));
     }
-    auto in_w = Tensor2::from_shape({3 * E, E});
-    auto in_b = Tensor1::from_shape({3 * E});
-    const Linear* parts[3] = {&m.wq, &m.wk, &m.wv};
-    for (std::size_t p = 0; p < 3; ++p) {
-        std::copy(parts[p]->weight.begin(), parts[p]->weight.end(),
-                  in_w.begin() + p * E * E);
-        std::copy(parts[p]->bias.begin(), parts[p]->bias.end(), in_b.begin() + p * E);
-    }
-    save_npy(dir + "/in_proj_weight.npy", in_w);
-    save_npy(dir + "/in_proj_bias.npy", in_b);
-    save_npy(dir + "/out_proj.weight.npy", m.w_o.weight);
-    save_npy(dir + "/out_proj.bias.npy", m.w_o.bias);
+    const std::string stem = dir + "/" + prefix;
+    const Tensor2* const w[3] = {&m.wq.weight, &m.wk.weight, &m.wv.weight};
+    const Tensor1* const b[3] = {&m.wq.bias, &m.wk.bias, &m.wv.bias};
+    save_in_proj(w, b, stem, ".npy");
+    save_npy(stem + "out_proj.weight.npy", m.w_o.weight);
+    save_npy(stem + "out_proj.bias.npy", m.w_o.bias);
+}
+
+void save_torch_mha_grads(const AttentionGrads& g, const std::string& dir,
+                          const std::string& prefix) {
+    const std::string stem = dir + "/" + prefix;
+    const Tensor2* const w[3] = {&g.wq.weight, &g.wk.weight, &g.wv.weight};
+    const Tensor1* const b[3] = {&g.wq.bias, &g.wk.bias, &g.wv.bias};
+    save_in_proj(w, b, stem, ".grad.npy");
+    save_npy(stem + "out_proj.weight.grad.npy", g.w_o.weight);
+    save_npy(stem + "out_proj.bias.grad.npy", g.w_o.bias);
 }
 
 Mask load_keep_mask(const std::string& path, std::size_t b, std::size_t h, std::size_t tq,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mha/attention.hpp"
+#include "mha/backward.hpp"
 
 namespace mha {
 
@@ -18,9 +19,13 @@ namespace mha {
 /// `out_proj.weight` `[E, E]`, `out_proj.bias` `[E]`.
 /// @param dir       the folder holding the four files
 /// @param num_heads H; it must divide E
+/// @param prefix    put before each file's name: "" for the module's own
+///                  state_dict, "self_attn." for the attention of a
+///                  Transformer block (io/model_io.hpp)
 /// @return the module with PyTorch's weights
 /// @throws std::invalid_argument naming the file and shapes on any mismatch.
-MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads);
+MultiHeadAttention load_torch_mha(const std::string& dir, std::size_t num_heads,
+                                  const std::string& prefix = "");
 
 /// Loads the state_dict of any module mha_forward reads, told apart by the
 /// files in @p dir, each saved as `np.save(f"{dir}/{k}.npy", v.numpy())`:
@@ -43,10 +48,25 @@ MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads
                                    std::size_t num_kv_heads = 0);
 
 /// Writes @p m as the four state_dict files load_torch_mha() reads.
-/// @param m   the module, without grouped heads (H_kv = H)
-/// @param dir an existing, writable folder
+/// @param m      the module, without grouped heads (H_kv = H)
+/// @param dir    an existing, writable folder
+/// @param prefix put before each file's name, as load_torch_mha() takes it
 /// @throws std::invalid_argument for grouped heads, or a file not written.
-void save_torch_mha(const MultiHeadAttention& m, const std::string& dir);
+void save_torch_mha(const MultiHeadAttention& m, const std::string& dir,
+                    const std::string& prefix = "");
+
+/// Writes the four weights' gradients as PyTorch's `.grad` of
+/// nn.MultiheadAttention: `in_proj_weight.grad.npy` `[3E, E]` (dL/d wq, wk,
+/// wv stacked), `in_proj_bias.grad.npy` `[3E]`, `out_proj.weight.grad.npy`
+/// `[E, E]`, `out_proj.bias.grad.npy` `[E]` (the inputs' gradients are not
+/// written: their names depend on the caller).
+/// @param g      what backward() or backward_self_attention() returned,
+///               without grouped heads
+/// @param dir    an existing, writable folder
+/// @param prefix put before each file's name, e.g. "self_attn."
+/// @throws std::invalid_argument for grouped heads, or a file not written.
+void save_torch_mha_grads(const AttentionGrads& g, const std::string& dir,
+                          const std::string& prefix = "");
 
 /// PyTorch's two masks, turned into what forward() takes.
 struct TorchMasks {
