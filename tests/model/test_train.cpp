@@ -2,12 +2,15 @@
 // formula, grad_norm() against a hand sum, clip_scale() as PyTorch's
 // clip_grad_norm_ computes it, and train_step() against the step written
 // out by hand on a copy of the model (forward, cross_entropy, backward,
-// Adam), with and without clipping; a few dozen steps lower the loss.
+// Adam), with and without clipping; a few dozen steps lower the loss. The
+// language model's step takes the engine's cross-entropy (fast/dense.hpp,
+// held to loss.hpp's in tests/fast/test_dense.cpp), and so does its copy here.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "mha/fast/dense.hpp"
 #include "mha/model/train.hpp"
 
 namespace train_test {
@@ -132,7 +135,7 @@ TEST_CASE("train_step: a LanguageModel's step is forward, cross_entropy, backwar
         const mha::StepReport r = mha::train_step(m, opt, d, trace);
 
         const mha::ModelTrace t = mha::forward(hand, d.x);
-        const mha::CrossEntropy ce = mha::cross_entropy(t.logits, d.y);
+        const mha::CrossEntropy ce = mha::fast::cross_entropy(t.logits, d.y);
         g = mha::backward(hand, t, d.x, ce.d_logits);
         const std::vector<mha::Parameter> params = mha::parameters(hand, g);
         const double norm = mha::grad_norm(params);
@@ -175,7 +178,7 @@ TEST_CASE("train_step: clipped at a tiny max_norm, each weight moves by lr s g /
     const mha::StepReport r = mha::train_step(m, opt, d, trace, max_norm);
 
     const mha::ModelTrace t = mha::forward(before, d.x);
-    const mha::CrossEntropy ce = mha::cross_entropy(t.logits, d.y);
+    const mha::CrossEntropy ce = mha::fast::cross_entropy(t.logits, d.y);
     const mha::ModelGrads g = mha::backward(before, t, d.x, ce.d_logits);
     mha::LanguageModel copy = before;  // Adam with the clip's scale, on a copy
     const std::vector<mha::Parameter> params = mha::parameters(before, g);
