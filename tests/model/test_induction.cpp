@@ -27,43 +27,72 @@ void one_key(Tensor4& w, std::size_t h, Pick pick) {
             for (std::size_t j = 0; j < w.shape(3); ++j) w(b, h, i, j) = j == pick(i) ? 1.0f : 0.0f;
 }
 
-mha::ModelConfig small() { return {7, 8, 8, 2, 16, 2}; }  // V, T_max, E, H, F, L
+mha::ModelConfig small() { return {7, 7, 8, 2, 16, 2}; }  // V, T_max, E, H, F, L
 
 }  // namespace induction_test
 
 using namespace induction_test;
 
-TEST_CASE("repeated_batch: n distinct tokens, the same n again, targets the next token") {
+TEST_CASE("repeated_batch: BOS, n distinct tokens, the same n again, targets the next token") {
     mha::Rng rng(4);
-    const std::size_t B = 50, n = 6, V = 9;
+    const std::size_t B = 50, n = 6, V = 10, T = 2 * n + 1;
     const mha::TokenBatch d = mha::repeated_batch(B, n, V, rng);
-    REQUIRE(d.x.shape() == std::array<std::size_t, 2>{B, 2 * n});
+    REQUIRE(d.x.shape() == std::array<std::size_t, 2>{B, T});
     REQUIRE(d.y.shape() == d.x.shape());
     std::set<std::int32_t> seen_anywhere;
     for (std::size_t b = 0; b < B; ++b) {
+        CHECK(d.x(b, 0) == mha::kBos);
         std::set<std::int32_t> first;
-        for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t i = 1; i <= n; ++i) {
             CHECK(d.x(b, n + i) == d.x(b, i));  // the second half equals the first
-            CHECK(d.x(b, i) >= 0);
+            CHECK(d.x(b, i) >= 1);
             CHECK(d.x(b, i) < std::int32_t(V));
             first.insert(d.x(b, i));
             seen_anywhere.insert(d.x(b, i));
         }
         CHECK(first.size() == n);  // distinct
-        for (std::size_t i = 0; i + 1 < 2 * n; ++i) CHECK(d.y(b, i) == d.x(b, i + 1));
-        CHECK(d.y(b, 2 * n - 1) == d.x(b, 0));
-        for (std::size_t i = n; i < 2 * n; ++i) CHECK(d.y(b, i) == d.x(b, i - n + 1));
+        for (std::size_t i = 0; i + 1 < T; ++i) CHECK(d.y(b, i) == d.x(b, i + 1));
+        CHECK(d.y(b, T - 1) == d.x(b, 1));  // the repetition goes on
+        for (std::size_t i = n + 1; i < T; ++i) CHECK(d.y(b, i) == d.x(b, i - n + 1));
     }
-    CHECK(seen_anywhere.size() == V);  // every token drawn somewhere in 50 sequences
+    CHECK(seen_anywhere.size() == V - 1);  // every token but BOS, somewhere in 50 sequences
     mha::Rng again(4);
     CHECK(mha::repeated_batch(B, n, V, again).x == d.x);  // the seed decides
-    CHECK(mha::repeated_batch(1, V, V, rng).x.shape(1) == 2 * V);  // n = V: a permutation
-    CHECK_THROWS_AS(mha::repeated_batch(2, 10, 9, rng), std::invalid_argument);
-    CHECK_THROWS_AS(mha::repeated_batch(0, 3, 9, rng), std::invalid_argument);
-    CHECK_THROWS_AS(mha::repeated_batch(2, 0, 9, rng), std::invalid_argument);
+    CHECK(mha::repeated_batch(1, V - 1, V, rng).x.shape(1) == 2 * V - 1);  // n = V - 1
+    CHECK_THROWS_AS(mha::repeated_batch(2, 10, 10, rng), std::invalid_argument);
+    CHECK_THROWS_AS(mha::repeated_batch(0, 3, 10, rng), std::invalid_argument);
+    CHECK_THROWS_AS(mha::repeated_batch(2, 0, 10, rng), std::invalid_argument);
+    CHECK_THROWS_AS(mha::repeated_batch(2, 3, 10, rng, 4), std::invalid_argument);
 }
 
-TEST_CASE("previous_token_scores: 1 one back, 0 on itself, 1/T spread evenly") {
+TEST_CASE("repeated_batch with n_min: random tokens, then a stretch over and over") {
+    mha::Rng rng(7);
+    const std::size_t B = 200, n = 6, V = 12, T = 2 * n + 1, n_min = 2;
+    const mha::TokenBatch d = mha::repeated_batch(B, n, V, rng, n_min);
+    REQUIRE(d.x.shape() == std::array<std::size_t, 2>{B, T});
+    std::set<std::size_t> lengths, starts;
+    for (std::size_t b = 0; b < B; ++b) {
+        CAPTURE(b);
+        CHECK(d.x(b, 0) == mha::kBos);
+        for (std::size_t i = 0; i + 1 < T; ++i) CHECK(d.y(b, i) == d.x(b, i + 1));
+        // Some stretch of m distinct tokens from 1 + a repeats to the end (and on, in y).
+        bool found = false;
+        for (std::size_t m = n_min; m <= n && !found; ++m)
+            for (std::size_t a = 0; a + 2 * m <= 2 * n && !found; ++a) {
+                std::set<std::int32_t> stretch;
+                for (std::size_t i = 0; i < m; ++i) stretch.insert(d.x(b, 1 + a + i));
+                bool fits = stretch.size() == m && stretch.count(mha::kBos) == 0;
+                for (std::size_t i = 1 + a + m; i < T && fits; ++i) fits = d.x(b, i) == d.x(b, i - m);
+                fits = fits && d.y(b, T - 1) == d.x(b, T - m);
+                if (fits) found = true, lengths.insert(m), starts.insert(a);
+            }
+        CHECK(found);
+    }
+    CHECK(lengths.size() == n - n_min + 1);  // every length from n_min to n occurs
+    CHECK(starts.size() > 4);                // and the stretch starts at many places
+}
+
+TEST_CASE("previous_token_scores: 1 one back, 0 on itself, 1/T spread evenly, first q queries") {
     const std::size_t B = 3, H = 3, T = 8;
     Tensor4 w = xt::zeros<float>({B, H, T, T});
     one_key(w, 0, [](std::size_t i) { return i == 0 ? 0 : i - 1; });  // a previous-token head
@@ -76,6 +105,12 @@ TEST_CASE("previous_token_scores: 1 one back, 0 on itself, 1/T spread evenly") {
     CHECK(s[0] == doctest::Approx(1.0));
     CHECK(s[1] == 0.0);
     CHECK(s[2] == doctest::Approx(1.0 / T));
+    // Over the queries 1 .. q-1 only: head 1 looks one back there and at itself after.
+    one_key(w, 1, [](std::size_t i) { return i == 0 ? 0 : i < 4 ? i - 1 : i; });
+    CHECK(mha::previous_token_scores(w, 4)[1] == doctest::Approx(1.0));
+    CHECK(mha::previous_token_scores(w)[1] == doctest::Approx(3.0 / (T - 1)));
+    CHECK_THROWS_AS(mha::previous_token_scores(w, 1), std::invalid_argument);
+    CHECK_THROWS_AS(mha::previous_token_scores(w, T + 1), std::invalid_argument);
     CHECK_THROWS_AS(mha::previous_token_scores(Tensor4::from_shape({1, 1, 1, 1})),
                     std::invalid_argument);
     CHECK_THROWS_AS(mha::previous_token_scores(Tensor4::from_shape({1, 1, 3, 4})),
@@ -84,11 +119,11 @@ TEST_CASE("previous_token_scores: 1 one back, 0 on itself, 1/T spread evenly") {
 
 TEST_CASE("induction_scores: 1 on the key after the earlier occurrence, 0 one off, 1/T evenly") {
     mha::Rng rng(1);
-    const std::size_t B = 4, n = 5, T = 2 * n, H = 4;
+    const std::size_t B = 4, n = 5, T = 2 * n + 1, H = 4;
     const mha::TokenBatch d = mha::repeated_batch(B, n, 8, rng);  // second half = first
     Tensor4 w = xt::zeros<float>({B, H, T, T});
-    one_key(w, 0, [&](std::size_t i) { return i >= n ? i - n + 1 : 0; });  // induction
-    one_key(w, 1, [&](std::size_t i) { return i >= n ? i - n : 0; });      // the earlier token itself
+    one_key(w, 0, [&](std::size_t i) { return i > n ? i - n + 1 : 0; });  // induction
+    one_key(w, 1, [&](std::size_t i) { return i > n ? i - n : 0; });      // the earlier token itself
     one_key(w, 2, [](std::size_t i) { return i == 0 ? 0 : i - 1; });      // previous token
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t i = 0; i < T; ++i)
@@ -118,7 +153,7 @@ TEST_CASE("induction_scores: 1 on the key after the earlier occurrence, 0 one of
 
 TEST_CASE("position_losses: their mean is cross_entropy's loss; half_losses splits them") {
     mha::Rng rng(2);
-    const std::size_t B = 3, n = 4, T = 2 * n, V = 6;
+    const std::size_t B = 3, n = 4, T = 2 * n + 1, V = 6;
     const mha::TokenBatch d = mha::repeated_batch(B, n, V, rng);
     mha::Tensor3 logits = mha::Tensor3::from_shape({B, T, V});
     for (float& z : logits) z = 3.0f * rng.normal();
@@ -126,15 +161,16 @@ TEST_CASE("position_losses: their mean is cross_entropy's loss; half_losses spli
     REQUIRE(per.size() == T);
     const double mean = std::accumulate(per.begin(), per.end(), 0.0) / T;
     CHECK(mean == doctest::Approx(mha::cross_entropy(logits, d.y).loss).epsilon(1e-6));
-    const mha::HalfLosses h = mha::half_losses(logits, d.y);
-    CHECK((h.first + h.repeated) / 2 == doctest::Approx(mean).epsilon(1e-9));
-    CHECK(h.first == doctest::Approx(std::accumulate(per.begin(), per.begin() + n, 0.0) / n));
+    const mha::HalfLosses h = mha::half_losses(logits, d.y);  // positions 0..n, n+1..2n
+    CHECK((h.first * (n + 1) + h.repeated * n) / T == doctest::Approx(mean).epsilon(1e-9));
+    CHECK(h.first == doctest::Approx(std::accumulate(per.begin(), per.begin() + n + 1, 0.0) /
+                                     (n + 1)));
     // Equal logits: every position costs ln V.
     const mha::HalfLosses flat = mha::half_losses(xt::zeros<float>({B, T, V}), d.y);
     CHECK(flat.first == doctest::Approx(std::log(double(V))));
     CHECK(flat.repeated == doctest::Approx(std::log(double(V))));
-    CHECK_THROWS_AS(mha::half_losses(mha::Tensor3::from_shape({B, 3, V}),
-                                     mha::Tokens::from_shape({B, 3})), std::invalid_argument);
+    CHECK_THROWS_AS(mha::half_losses(mha::Tensor3::from_shape({B, 4, V}),
+                                     mha::Tokens::from_shape({B, 4})), std::invalid_argument);
     mha::Tokens bad = d.y;
     bad(0, 0) = std::int32_t(V);
     CHECK_THROWS_AS(mha::position_losses(logits, bad), std::invalid_argument);
@@ -143,7 +179,7 @@ TEST_CASE("position_losses: their mean is cross_entropy's loss; half_losses spli
 TEST_CASE("without_head: the head's slice of the context is zeroed before w_o") {
     const mha::LanguageModel m = mha::make_language_model(small(), 3);
     mha::Rng rng(5);
-    const mha::TokenBatch d = mha::repeated_batch(2, 4, 7, rng);
+    const mha::TokenBatch d = mha::repeated_batch(2, 3, 7, rng);  // T = 7
     const mha::ModelTrace full = mha::forward(m, d.x);
     const std::size_t D = m.layers[1].self_attn.head_dim();
     for (std::size_t h = 0; h < 2; ++h) {

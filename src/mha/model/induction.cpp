@@ -1,7 +1,7 @@
 // The block, 5: repeated random tokens, the previous-token and induction
 // scores of a head, the loss per position, and a model without one head.
 //
-// B batch, n tokens in the first half, T = 2n positions, V vocabulary, H heads.
+// B batch, n tokens in each half, T = 2n + 1 positions (BOS first), V vocabulary, H heads.
 #include "mha/model/induction.hpp"
 
 #include <cmath>
@@ -11,31 +11,11 @@
 
 namespace mha {
 
-TokenBatch repeated_batch(std::size_t batch, std::size_t n, std::size_t vocab, Rng& rng) {
-    if (batch == 0 || n == 0 || n > vocab) {
-        fail("repeated_batch: needs B >= 1 and 1 <= n <= V (n distinct tokens), got B = " +
-             std::to_string(batch) + ", n = " + std::to_string(n) + ", V = " +
-             std::to_string(vocab));
-    }
-    const std::size_t T = 2 * n;
-    TokenBatch t{Tokens::from_shape({batch, T}), Tokens::from_shape({batch, T})};
-    std::vector<std::int32_t> ids(vocab);
-    for (std::size_t b = 0; b < batch; ++b) {
-        std::iota(ids.begin(), ids.end(), 0);
-        // the first n of a partial Fisher-Yates shuffle: n distinct tokens
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t left = vocab - i;  // uniform(0, left) < left; % guards rounding
-            const std::size_t k = i + std::size_t(rng.uniform(0.0f, float(left))) % left;
-            std::swap(ids[i], ids[k]);
-            t.x(b, i) = t.x(b, n + i) = ids[i];
-        }
-        for (std::size_t i = 0; i + 1 < T; ++i) t.y(b, i) = t.x(b, i + 1);
-        t.y(b, T - 1) = t.x(b, n);  // the repetition goes on: r's first token
-    }
-    return t;
-}
-
 namespace {
+
+std::size_t uniform_index(Rng& rng, std::size_t count) {  // in [0, count)
+    return std::size_t(rng.uniform(0.0f, float(count))) % count;  // % guards rounding
+}
 
 void require_square(const Tensor4& weights, const std::string& who) {
     if (weights.shape(2) != weights.shape(3) || weights.size() == 0) {
@@ -45,15 +25,43 @@ void require_square(const Tensor4& weights, const std::string& who) {
 
 }  // namespace
 
-std::vector<double> previous_token_scores(const Tensor4& weights) {
+TokenBatch repeated_batch(std::size_t batch, std::size_t n, std::size_t vocab, Rng& rng,
+                          std::size_t n_min) {
+    if (batch == 0 || n == 0 || n + 1 > vocab || n_min > n) {
+        fail("repeated_batch: needs B >= 1, 1 <= n <= V - 1 (n distinct tokens and BOS) and "
+             "n_min <= n, got B = " + std::to_string(batch) + ", n = " + std::to_string(n) +
+             ", V = " + std::to_string(vocab) + ", n_min = " + std::to_string(n_min));
+    }
+    const std::size_t T = 2 * n + 1;
+    TokenBatch t{Tokens::from_shape({batch, T}), Tokens::from_shape({batch, T})};
+    std::vector<std::int32_t> s(T + 1), ids(vocab - 1);  // s: x, then the last target
+    for (std::size_t b = 0; b < batch; ++b) {
+        const std::size_t m = n_min == 0 ? n : n_min + uniform_index(rng, n - n_min + 1);
+        const std::size_t a = uniform_index(rng, 2 * n - 2 * m + 1);  // random tokens first
+        std::iota(ids.begin(), ids.end(), 1);  // every token but BOS
+        for (std::size_t i = 0; i < m; ++i)  // a partial Fisher-Yates: m distinct tokens
+            std::swap(ids[i], ids[i + uniform_index(rng, ids.size() - i)]);
+        s[0] = kBos;
+        for (std::size_t i = 1; i <= T; ++i)  // random, then the stretch over and over
+            s[i] = i <= a ? 1 + std::int32_t(uniform_index(rng, vocab - 1)) : ids[(i - 1 - a) % m];
+        for (std::size_t i = 0; i < T; ++i) t.x(b, i) = s[i], t.y(b, i) = s[i + 1];
+    }
+    return t;
+}
+
+std::vector<double> previous_token_scores(const Tensor4& weights, std::size_t queries) {
     require_square(weights, "previous_token_scores");
     const std::size_t B = weights.shape(0), H = weights.shape(1), T = weights.shape(2);
-    if (T < 2) fail("previous_token_scores: T = 1 has no previous token");
+    const std::size_t q = queries == 0 ? T : queries;
+    if (q < 2 || q > T) {
+        fail("previous_token_scores: queries 1 .. q - 1 with q = " + std::to_string(q) +
+             " of weights " + shape_of(weights) + ": q must be from 2 to T");
+    }
     std::vector<double> score(H, 0.0);
     for (std::size_t h = 0; h < H; ++h) {
         for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t i = 1; i < T; ++i) score[h] += weights(b, h, i, i - 1);
-        score[h] /= double(B * (T - 1));
+            for (std::size_t i = 1; i < q; ++i) score[h] += weights(b, h, i, i - 1);
+        score[h] /= double(B * (q - 1));
     }
     return score;
 }
@@ -105,10 +113,10 @@ std::vector<double> position_losses(const Tensor3& logits, const Tokens& targets
 
 HalfLosses half_losses(const Tensor3& logits, const Tokens& targets) {
     const std::size_t T = logits.shape(1), n = T / 2;
-    if (T % 2 != 0) fail("half_losses: T = " + std::to_string(T) + " is not 2n");
+    if (T % 2 != 1 || T < 3) fail("half_losses: T = " + std::to_string(T) + " is not 2n + 1");
     const std::vector<double> loss = position_losses(logits, targets);
-    return {std::accumulate(loss.begin(), loss.begin() + n, 0.0) / double(n),
-            std::accumulate(loss.begin() + n, loss.end(), 0.0) / double(n)};
+    return {std::accumulate(loss.begin(), loss.begin() + n + 1, 0.0) / double(n + 1),
+            std::accumulate(loss.begin() + n + 1, loss.end(), 0.0) / double(n)};
 }
 
 LanguageModel without_head(const LanguageModel& m, std::size_t layer, std::size_t head) {

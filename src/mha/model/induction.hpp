@@ -1,8 +1,8 @@
 /// @file induction.hpp
 /// @brief The block, 5: in-context copying, and the scores that find induction heads.
 ///
-/// B batch, n tokens in the first half, T = 2n positions, V vocabulary,
-/// H heads, L layers.
+/// B batch, n tokens in each half, T = 2n + 1 positions (a BOS token first),
+/// V vocabulary, H heads, L layers.
 ///
 /// Olsson et al. (2022), "In-context learning and induction heads": on text
 /// that repeats, a two-layer model forms a pair of heads. A *previous-token
@@ -12,6 +12,7 @@
 /// earlier A, and copies the token there (B in "A B ... A -> B"). Each head
 /// is given a number from its weights, as TransformerLens and ARENA do.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "mha/model/language_model.hpp"
@@ -22,29 +23,53 @@ namespace mha {
 /// @addtogroup block
 /// @{
 
-/// B sequences of n random tokens followed by the same n tokens again:
-/// `x = r ++ r`, and the targets the next token, `y(b, i) = x(b, i + 1)`,
-/// the last one being r's first token (the repetition going on). The n
-/// tokens of r are distinct (drawn without replacement), so that each token
-/// of the second half has exactly one earlier occurrence. The first half's
-/// targets are random (nothing predicts them); the second half's are the
-/// token after the earlier occurrence: `y(b, i) = x(b, i - n + 1)` for
-/// i >= n.
-/// @param batch B, at least 1
-/// @param n     tokens in the first half, from 1 to V
-/// @param vocab V
-/// @param rng   the generator to draw from
-/// @return      x and y `[B, 2n]`
-/// @throws std::invalid_argument for a size of 0 or n > V.
-TokenBatch repeated_batch(std::size_t batch, std::size_t n, std::size_t vocab, Rng& rng);
+/// The token every repeated_batch() sequence starts with (beginning of
+/// sequence): position 0 then has no earlier token to stand for, which would
+/// make it look, to an induction head, like the position after its own token.
+constexpr std::int32_t kBos = 0;
 
-/// Head h's previous-token score: its mean weight on key i - 1, over every
-/// query i >= 1 and sequence. 1 for a head that always looks one back;
-/// 1/(i + 1) at query i for a head that spreads evenly under a causal mask.
+/// B sequences of a BOS token and 2n tokens in which random tokens are
+/// followed by the same tokens again, and the targets, the next token:
+/// `y(b, i) = x(b, i + 1)`. The other tokens are 1 .. V-1.
+///
+/// With @p n_min = 0 (or n), each sequence is BOS, n random tokens r and r
+/// again, `x = [BOS] ++ r ++ r`: the first half's targets (positions 0 .. n)
+/// are random, nothing predicts them; the second half's (positions n+1 .. 2n)
+/// are the token after the earlier occurrence, `y(b, i) = x(b, i - n + 1)`,
+/// the last one r's first token (the repetition going on). The n tokens of r
+/// are distinct, so that each token of the second half occurred exactly
+/// once before.
+///
+/// With n_min < n, each sequence is instead BOS, a random tokens, then a
+/// stretch r of m distinct tokens over and over to the end,
+/// `x(b, 1 + a + i) = r(i mod m)`: m uniform in [n_min, n], a uniform in
+/// [0, 2n - 2m], so that r occurs at least twice. How far back to copy from,
+/// and from where, then changes from sequence to sequence, so that only the
+/// tokens tell where to look. On r ++ r alone a model can also learn the
+/// offset n - 1 from the positions, or that the next token is the one seen
+/// longest ago: a single layer does both.
+/// @param batch B, at least 1
+/// @param n     tokens in each half, from 1 to V - 1
+/// @param vocab V, BOS included
+/// @param rng   the generator to draw from
+/// @param n_min the shortest stretch, 0 or from 1 to n
+/// @return      x and y `[B, 2n + 1]`
+/// @throws std::invalid_argument for a size of 0, n > V - 1 or n_min > n.
+TokenBatch repeated_batch(std::size_t batch, std::size_t n, std::size_t vocab, Rng& rng,
+                          std::size_t n_min = 0);
+
+/// Head h's previous-token score: its mean weight on key i - 1, over the
+/// queries i = 1 .. q - 1 and every sequence. 1 for a head that always looks
+/// one back; 1/(i + 1) at query i for a head that spreads evenly under a
+/// causal mask. On a repeated_batch() pass q = n + 1, the first half: there
+/// every token is new, and these are the keys an induction head reads (in
+/// the second half a trained layer-0 head may look elsewhere).
 /// @param weights `[B, H, T, T]`, T at least 2
+/// @param queries q, from 2 to T; 0: T, every query
 /// @return        H numbers in [0, 1]
-/// @throws std::invalid_argument when weights is not `[B, H, T, T]` or T < 2.
-std::vector<double> previous_token_scores(const Tensor4& weights);
+/// @throws std::invalid_argument when weights is not `[B, H, T, T]`, T < 2, or q
+///         is out of range.
+std::vector<double> previous_token_scores(const Tensor4& weights, std::size_t queries = 0);
 
 /// Head h's induction score: its mean weight, over every query i whose token
 /// occurred before, on the key just after that earlier occurrence, j + 1,
@@ -60,25 +85,25 @@ std::vector<double> induction_scores(const Tensor4& weights, const Tokens& token
 /// The mean cross-entropy at each position: entry i is the mean over the B
 /// sequences of \f$-\log \mathrm{softmax}(z_{b,i})_{y_{b,i}}\f$. Their mean is
 /// cross_entropy()'s loss; on a repeated_batch() the first half's entries
-/// stay near ln V (random targets) while the second half's fall once the
-/// model copies in context.
+/// stay near ln (V - 1) (random targets) while the second half's fall once
+/// the model copies in context.
 /// @param logits  `[B, T, V]`
 /// @param targets `[B, T]`, each in [0, V)
 /// @return        T numbers
 /// @throws std::invalid_argument when the shapes differ or a target is out of range.
 std::vector<double> position_losses(const Tensor3& logits, const Tokens& targets);
 
-/// The loss over each half of a repeated_batch().
+/// The loss over each half of a repeated_batch() `[BOS] ++ r ++ r`.
 struct HalfLosses {
-    double first = 0;     ///< mean over positions 0 .. n-1 (random targets)
-    double repeated = 0;  ///< mean over positions n .. 2n-1 (copied targets)
+    double first = 0;     ///< mean over positions 0 .. n, BOS and r (random targets)
+    double repeated = 0;  ///< mean over positions n+1 .. 2n, r again (copied targets)
 };
 
 /// position_losses() averaged over each half.
-/// @param logits  `[B, 2n, V]`
-/// @param targets `[B, 2n]`
+/// @param logits  `[B, 2n + 1, V]`
+/// @param targets `[B, 2n + 1]`
 /// @return        the two means
-/// @throws std::invalid_argument for an odd T, or as position_losses().
+/// @throws std::invalid_argument for an even T, or as position_losses().
 HalfLosses half_losses(const Tensor3& logits, const Tokens& targets);
 
 /// A copy of @p m in which head @p head of layer @p layer adds nothing: the
