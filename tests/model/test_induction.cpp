@@ -199,3 +199,22 @@ TEST_CASE("without_head: the head's slice of the context is zeroed before w_o") 
     CHECK_THROWS_AS(mha::without_head(m, 2, 0), std::invalid_argument);
     CHECK_THROWS_AS(mha::without_head(m, 0, 2), std::invalid_argument);
 }
+
+TEST_CASE("score_heads: the half losses and both scores of every layer, from one forward") {
+    const mha::LanguageModel m = mha::make_language_model(small(), 4);
+    mha::Rng rng(6);
+    const mha::TokenBatch d = mha::repeated_batch(3, 3, 7, rng);  // T = 7, first half 0..3
+    const mha::HeadScores s = mha::score_heads(m, d);
+    const mha::ModelTrace t = mha::forward(m, d.x);
+    REQUIRE(s.prev.size() == 2);
+    REQUIRE(s.ind.size() == 2);
+    REQUIRE(s.weights.size() == 2);
+    CHECK(s.loss.first == mha::half_losses(t.logits, d.y).first);
+    CHECK(s.loss.repeated == mha::half_losses(t.logits, d.y).repeated);
+    for (std::size_t l = 0; l < 2; ++l) {
+        CAPTURE(l);
+        CHECK(s.weights[l] == t.layers[l].attn.weights);
+        CHECK(s.prev[l] == mha::previous_token_scores(t.layers[l].attn.weights, 4));
+        CHECK(s.ind[l] == mha::induction_scores(t.layers[l].attn.weights, d.x));
+    }
+}

@@ -119,6 +119,17 @@ HalfLosses half_losses(const Tensor3& logits, const Tokens& targets) {
             std::accumulate(loss.begin() + n + 1, loss.end(), 0.0) / double(n)};
 }
 
+HeadScores score_heads(const LanguageModel& m, const TokenBatch& test) {
+    const ModelTrace t = forward(m, test.x);
+    HeadScores s{half_losses(t.logits, test.y), {}, {}, {}};
+    for (const BlockTrace& layer : t.layers) {  // weights [B, H, T, T]
+        s.prev.push_back(previous_token_scores(layer.attn.weights, test.x.shape(1) / 2 + 1));
+        s.ind.push_back(induction_scores(layer.attn.weights, test.x));
+        s.weights.push_back(layer.attn.weights);
+    }
+    return s;
+}
+
 LanguageModel without_head(const LanguageModel& m, std::size_t layer, std::size_t head) {
     if (layer >= m.layers.size() || head >= m.layers[layer].self_attn.num_heads()) {
         fail("without_head: layer " + std::to_string(layer) + ", head " +

@@ -106,6 +106,24 @@ struct HalfLosses {
 /// @throws std::invalid_argument for an even T, or as position_losses().
 HalfLosses half_losses(const Tensor3& logits, const Tokens& targets);
 
+/// What a model does on a test batch of repeated_batch(): each half's loss,
+/// each head's two scores, and the weights they come from.
+struct HeadScores {
+    HalfLosses loss;                        ///< on the test batch
+    std::vector<std::vector<double>> prev;  ///< `[L][H]` previous-token scores, first half
+    std::vector<std::vector<double>> ind;   ///< `[L][H]` induction scores
+    std::vector<Tensor4> weights;           ///< each layer's `[B, H, T, T]`
+};
+
+/// The forward of @p m on @p test, and what it tells about the heads:
+/// half_losses(), previous_token_scores() over the first half (queries 0 .. n)
+/// and induction_scores() of every layer.
+/// @param m    the model
+/// @param test x and y `[B, 2n + 1]` from repeated_batch() without n_min
+/// @return     the losses, the scores `[L][H]` and the weights
+/// @throws std::invalid_argument as forward() and half_losses().
+HeadScores score_heads(const LanguageModel& m, const TokenBatch& test);
+
 /// A copy of @p m in which head @p head of layer @p layer adds nothing: the
 /// head's slice of the context, columns h D .. (h+1) D - 1 of `[B, T, E]`
 /// before w_o, is multiplied by zero. Zeroing those columns of w_o.weight
