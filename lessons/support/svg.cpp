@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 namespace lesson::svg {
 
@@ -94,10 +95,13 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     if (numbers) cell = std::max(cell, 26);  // room for "0.42" in every cell
     const int gw = int(cols) * cell, gh = int(rows) * cell, gap = 28;
     const int left = 56, top = 58, bar_w = 14;
-    const int bar_x = left + int(grids.size()) * (gw + gap);
+    // per_row grids to a row; the rows of grids a band apart (names, ticks, labels)
+    const std::size_t per_row = s.per_row ? std::min(s.per_row, grids.size()) : grids.size();
+    const int bands = int((grids.size() + per_row - 1) / per_row), band = gh + 64;
+    const int bar_x = left + int(per_row) * (gw + gap);
     // wide enough for the title at 15 px (about 9 px a character)
     const int width = std::max(bar_x + bar_w + 70, left + 9 * int(s.title.size()) + 20);
-    const int height = top + gh + 52;
+    const int height = top + (bands - 1) * band + gh + 52;
     auto colour = [&](double v) {
         if (s.diverging) {
             const double m = std::max(std::fabs(s.lo), std::fabs(s.hi));
@@ -117,22 +121,30 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const std::size_t rstep = tick_step(rows), cstep = tick_step(cols);
     for (std::size_t g = 0; g < grids.size(); ++g) {
         const Grid& grid = grids[g];
-        const int x0 = left + int(g) * (gw + gap);
+        const int x0 = left + int(g % per_row) * (gw + gap), y0 = top + int(g / per_row) * band;
+        // a label per row and column when given (tokens), else every k-th index
+        auto tick = [](const std::vector<std::string>& ticks, std::size_t i) {
+            return ticks.empty() ? std::to_string(i) : escape(ticks[i]);
+        };
+        auto named = [](const std::vector<std::string>& ticks, std::size_t i) {
+            return std::to_string(i) + (ticks.empty() ? "" : " (" + escape(ticks[i]) + ")");
+        };
         o << "<g class='grid' data-name='" << escape(grid.name) << "'>\n";
         if (!grid.name.empty())
-            o << "<text x='" << x0 << "' y='" << top - 18 << "'>" << escape(grid.name) << "</text>\n";
+            o << "<text x='" << x0 << "' y='" << y0 - 18 << "'>" << escape(grid.name) << "</text>\n";
         for (std::size_t i = 0; i < rows; ++i)
             for (std::size_t j = 0; j < cols; ++j) {
                 const double v = grid.value[i][j];
                 const bool masked = !grid.masked.empty() && grid.masked[i][j];
                 const bool nan = !masked && !std::isfinite(v);  // drawn apart: no colour means it
                 const std::string fill = masked ? "url(#hatch)" : nan ? "#ffffff" : colour(v);
-                const int x = x0 + int(j) * cell, y = top + int(i) * cell;
+                const int x = x0 + int(j) * cell, y = y0 + int(i) * cell;
                 o << "<rect x='" << x << "' y='" << y << "' width='" << cell << "' height='"
                   << cell << "' fill='" << fill << (nan ? "' stroke='#b35806" : "")
-                  << "' data-row='" << i << "' data-col='" << j
-                  << "'><title>" << escape(s.row_label) << ' ' << i << ", " << escape(s.col_label)
-                  << ' ' << j << ": " << (masked ? "masked" : number(v, 6)) << "</title></rect>\n";
+                  << "' data-row='" << i << "' data-col='" << j << "'><title>"
+                  << escape(s.row_label) << ' ' << named(grid.row_ticks, i) << ", "
+                  << escape(s.col_label) << ' ' << named(grid.col_ticks, j) << ": "
+                  << (masked ? "masked" : number(v, 6)) << "</title></rect>\n";
                 if ((numbers && cell >= 24 && !masked) || nan) {
                     o << "<text x='" << x + cell / 2 << "' y='" << y + cell / 2 + 4
                       << "' text-anchor='middle' font-size='9' fill='"
@@ -141,17 +153,20 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
                       << "</text>\n";
                 }
             }
-        for (std::size_t i = 0; i < rows; i += rstep)
-            o << "<text x='" << x0 - 4 << "' y='" << top + int(i) * cell + cell / 2 + 4
-              << "' text-anchor='end' font-size='10'>" << i << "</text>\n";
-        for (std::size_t j = 0; j < cols; j += cstep)
-            o << "<text x='" << x0 + int(j) * cell + cell / 2 << "' y='" << top - 4
-              << "' text-anchor='middle' font-size='10'>" << j << "</text>\n";
-        o << "<text x='" << x0 + gw / 2 << "' y='" << top + gh + 18
+        for (std::size_t i = 0; i < rows; i += grid.row_ticks.empty() ? rstep : 1)
+            o << "<text x='" << x0 - 4 << "' y='" << y0 + int(i) * cell + cell / 2 + 4
+              << "' text-anchor='end' font-size='10'>" << tick(grid.row_ticks, i) << "</text>\n";
+        for (std::size_t j = 0; j < cols; j += grid.col_ticks.empty() ? cstep : 1)
+            o << "<text x='" << x0 + int(j) * cell + cell / 2 << "' y='" << y0 - 4
+              << "' text-anchor='middle' font-size='10'>" << tick(grid.col_ticks, j) << "</text>\n";
+        o << "<text x='" << x0 + gw / 2 << "' y='" << y0 + gh + 18
           << "' text-anchor='middle'>" << escape(s.col_label) << " \u2192</text>\n</g>\n";
     }
-    o << "<text x='16' y='" << top + gh / 2 << "' text-anchor='middle' transform='rotate(-90 16,"
-      << top + gh / 2 << ")'>" << escape(s.row_label) << " \u2192</text>\n";
+    for (int b = 0; b < bands; ++b) {
+        const int mid = top + b * band + gh / 2;
+        o << "<text x='16' y='" << mid << "' text-anchor='middle' transform='rotate(-90 16,"
+          << mid << ")'>" << escape(s.row_label) << " \u2192</text>\n";
+    }
     // The colour bar: 32 steps, its ends and middle labelled.
     const double lo = s.diverging ? -std::max(std::fabs(s.lo), std::fabs(s.hi)) : s.lo;
     const double hi = s.diverging ? -lo : s.hi;
@@ -170,8 +185,8 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
         if (!g.masked_means.empty()) legend = g.masked_means;
     }
     if (any_masked)
-        o << "<rect x='" << left << "' y='" << top + gh + 28 << "' width='12' height='12' "
-             "fill='url(#hatch)'/><text x='" << left + 18 << "' y='" << top + gh + 38
+        o << "<rect x='" << left << "' y='" << height - 24 << "' width='12' height='12' "
+             "fill='url(#hatch)'/><text x='" << left + 18 << "' y='" << height - 14
           << "'>" << escape(legend) << "</text>\n";
     o << "</svg>\n";
     return o.str();
