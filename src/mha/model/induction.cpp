@@ -27,11 +27,15 @@ void require_square(const Tensor4& weights, const std::string& who) {
 
 TokenBatch repeated_batch(std::size_t batch, std::size_t n, std::size_t vocab, Rng& rng,
                           std::size_t n_min) {
-    if (batch == 0 || n == 0 || n + 1 > vocab || n_min > n) {
-        fail("repeated_batch: needs B >= 1, 1 <= n <= V - 1 (n distinct tokens and BOS) and "
-             "n_min <= n, got B = " + std::to_string(batch) + ", n = " + std::to_string(n) +
-             ", V = " + std::to_string(vocab) + ", n_min = " + std::to_string(n_min));
-    }
+    if (batch == 0 || n == 0)
+        fail("repeated_batch: B = " + std::to_string(batch) + " and n = " + std::to_string(n) +
+             " must be at least 1");
+    if (n + 1 > vocab)
+        fail("repeated_batch: n = " + std::to_string(n) + " distinct tokens and BOS need V >= " +
+             std::to_string(n + 1) + ", not " + std::to_string(vocab));
+    if (n_min > n)
+        fail("repeated_batch: n_min = " + std::to_string(n_min) + " is more than n = " +
+             std::to_string(n));
     const std::size_t T = 2 * n + 1;
     TokenBatch t{Tokens::from_shape({batch, T}), Tokens::from_shape({batch, T})};
     std::vector<std::int32_t> s(T + 1), ids(vocab - 1);  // s: x, then the last target
