@@ -19,7 +19,7 @@
 
 int main(int argc, char** argv) {
     lesson::Info info{"20_induction_heads", "two layers learn to copy: induction heads form",
-                      true, 0.2, 2};
+                      true, 0.5, 2};
     info.default_batch = 32, info.default_time = 12, info.default_d_model = 64;
     info.tiny_batch = 32, info.tiny_time = 8, info.tiny_d_model = 32;
     info.extra = {{"--steps", "N", "training steps", 800, 10, 100000, true, 700},
