@@ -3,12 +3,14 @@
 
     /usr/bin/python3 tests/check_svg.py BUILD_DIR WORK_DIR
 
-Runs lesson 05 at --tiny and lesson 19 at --tiny with --svg and --dump, then:
+Runs lessons 05, 19 and 20 at --tiny with --svg and --dump, then:
 every SVG written is well-formed XML; in lesson 05's weights picture each
 cell's <title> holds weights[0, 0, i, j] of the dumped weights.npy to 4
 digits, and the cells the causal mask hides say "masked" (and only those);
 in lesson 19's last picture, head h's cell (i, j) holds the mean over the
-batch of the dumped weights.end[:, h, i, j]. Exit 0 when all hold, 1 when one
+batch of the dumped weights.end[:, h, i, j]; in lesson 20's last picture, grid
+"layer l, head h" holds sequence 0 of layer<l>.weights.end, its cells' titles name
+the tokens, "query i (a), key j (b)". Exit 0 when all hold, 1 when one
 does not, 77 (skipped) without python3-numpy.
 """
 import glob
@@ -51,6 +53,7 @@ def value(title):
 
 run("05_softmax")
 run("19_heads_learn")
+run("20_induction_heads")
 for path in sorted(glob.glob(f"{work}/svg/*.svg")):
     try:
         ET.parse(path)
@@ -78,6 +81,18 @@ for (name, i, j), title in c.items():
     if abs(float(value(title)) - w19[h, i, j]) > 5e-5:
         failures.append(f"lesson 19 {name} cell ({i}, {j}) says {title!r}, the dump's mean "
                         f"{w19[h, i, j]:.6f}")
+
+c = cells(f"{work}/svg/20_heads_2.svg")  # the end: every layer x head of sequence 0
+w20 = [np.load(f"{work}/dump/20_induction_heads/layer{l}.weights.end.npy")[0] for l in (0, 1)]
+if len(c) != sum(w.size for w in w20):
+    failures.append(f"lesson 20: {len(c)} cells, not {sum(w.size for w in w20)}")
+for (name, i, j), title in c.items():
+    l, h = map(int, re.match(r"layer (\d+), head (\d+)", name).groups())
+    if not re.match(rf"query {i} \(.\), key {j} \(.\): ", title):
+        failures.append(f"lesson 20 {name} cell ({i}, {j}): {title!r} does not name the tokens")
+    elif abs(float(value(title)) - w20[l][h, i, j]) > 5e-5:
+        failures.append(f"lesson 20 {name} cell ({i}, {j}) says {title!r}, the dump's "
+                        f"{w20[l][h, i, j]:.6f}")
 
 for f in failures[:10]:
     print("FAILED", f)
