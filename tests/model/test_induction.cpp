@@ -151,7 +151,7 @@ TEST_CASE("induction_scores: 1 on the key after the earlier occurrence, 0 one of
                     std::invalid_argument);
 }
 
-TEST_CASE("position_losses: their mean is cross_entropy's loss; half_losses splits them") {
+TEST_CASE("position_losses: their mean is cross_entropy's loss, and half_losses splits them") {
     mha::Rng rng(2);
     const std::size_t B = 3, n = 4, T = 2 * n + 1, V = 6;
     const mha::TokenBatch d = mha::repeated_batch(B, n, V, rng);
