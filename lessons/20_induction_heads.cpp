@@ -1,7 +1,7 @@
 // Lesson 20 (past the articles): induction heads form.
 //
 // Task: T random tokens, then the same T again; predict each next token. The first half
-// cannot be predicted (loss near ln V); the second can, by copying in context: after the
+// cannot be predicted (loss near ln(V-1)); the second can, by copying in context: after the
 // current token A comes what followed A before. Olsson et al. (2022): two layers do it with
 // a previous-token head in layer 0 (each position takes in its predecessor) and an
 // induction head in layer 1 (it finds the position whose predecessor is A and copies its
@@ -42,8 +42,10 @@ int main(int argc, char** argv) {
         };
         std::vector<std::string> tokens;  // test sequence 0
         std::string x0, y0;
-        for (std::size_t i = 0; i < N; ++i)
-            tokens.push_back(name(test.x(0, i))), x0 += " " + tokens[i], y0 += " " + name(test.y(0, i));
+        for (std::size_t i = 0; i < N; ++i) {
+            tokens.push_back(name(test.x(0, i)));
+            x0 += " " + tokens[i], y0 += " " + name(test.y(0, i));
+        }
         std::printf("x =%s\ny =%s\n", x0.c_str(), y0.c_str());
         mha::ModelConfig c{V, N, E, H, std::size_t(L.opt.extra.at("--ff")) * E, 2};
         mha::LanguageModel m = mha::make_language_model(c, L.opt.seed);  // V, T_max, E, H, F, L
@@ -64,7 +66,7 @@ int main(int argc, char** argv) {
                 adam.set_lr(lr.at(step));
                 const mha::TokenBatch batch = mha::repeated_batch(B, T, V, data, 2);
                 mha::train_step(model, adam, batch, trace, 1.0);
-                if (step % 10 == 0) report(step, mha::score_heads(model, test));
+                if (step % 10 == 0 || step == steps) report(step, mha::score_heads(model, test));
             }
         };
         auto best = [](const std::vector<double>& v) {  // the head that scores highest
@@ -82,7 +84,8 @@ int main(int argc, char** argv) {
         train(m, [&](int step, const mha::HeadScores& s) {
             losses.push_back(s.loss), end = s;
             if (jump == 0 && s.ind[1][best(s.ind[1])] >= 0.5)
-                jump = step, frames.push_back({"at the jump, step " + std::to_string(step), s.weights});
+                jump = step, frames.push_back({"at the jump, step " + std::to_string(jump),
+                                               s.weights});
             if (step % every != 0 && step != steps) return;
             std::printf("%4d  %11.3f %8.3f    %s |%s   %s |%s\n", step, s.loss.first,
                         s.loss.repeated, fixed_list(s.prev[0], 2).c_str(),
@@ -111,11 +114,13 @@ int main(int argc, char** argv) {
         L.dump("layer0.weights.end", end.weights[0]), L.dump("layer1.weights.end", w);
         const std::size_t ind = best(end.ind[1]), prev = best(end.prev[0]);
         std::printf("query       layer 1 head %zu weighs most   the answer\n", ind);
-        for (std::size_t i = T + 1; i < N; ++i) {
+        for (std::size_t i = T + 1; i < N; ++i) {  // the second half's queries
             std::size_t key = 0;
-            for (std::size_t k2 = 1; k2 <= i; ++k2) key = w(0, ind, i, k2) > w(0, ind, i, key) ? k2 : key;
-            std::printf("%4zu (%s)    key %2zu (%s), %.2f             %s\n", i, tokens[i].c_str(), key,
-                        tokens[key].c_str(), w(0, ind, i, key), name(test.y(0, i)).c_str());
+            for (std::size_t k2 = 1; k2 <= i; ++k2)
+                if (w(0, ind, i, k2) > w(0, ind, i, key)) key = k2;
+            std::printf("%4zu (%s)    key %2zu (%s), %.2f             %s\n", i,
+                        tokens[i].c_str(), key, tokens[key].c_str(), w(0, ind, i, key),
+                        name(test.y(0, i)).c_str());
         }
         L.say("Query i's token occurred at i - " + std::to_string(T) + "; the head weighs the "
               "key just after it, whose token is the answer.");
