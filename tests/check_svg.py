@@ -3,15 +3,17 @@
 
     /usr/bin/python3 tests/check_svg.py BUILD_DIR WORK_DIR
 
-Runs lessons 00, 05 and 19 at --tiny with --svg and --dump, then: every SVG
+Runs lessons 00, 05, 19 and 21 at --tiny with --svg and --dump, then: every SVG
 written is well-formed XML; in lesson 05's weights picture each cell's <title>
 holds weights[0, 0, i, j] of the dumped weights.npy to 4 digits, and the cells
 the causal mask hides say "masked" (and only those); in lesson 19's last
 picture, head h's cell (i, j) holds the mean over the batch of the dumped
 weights.end[:, h, i, j]; in lesson 00's two heads, head h's cell (i, j) holds
-weights[0, h, i, j] and names both words, and every grid's tick labels are the
-six words down and across. Exit 0 when all hold, 1 when one does not, 77
-(skipped) without python3-numpy.
+weights[0, h, i, j] and names both words, "query i (cat), key j (sat)", and every
+grid's tick labels are the six words down and across; in lesson 21's last picture,
+grid "layer l, head h" holds sequence 0 of layer<l>.weights.end and its cells' titles
+name the tokens. Exit 0 when all hold, 1 when one does not, 77 (skipped) without
+python3-numpy.
 """
 import glob
 import os
@@ -54,6 +56,7 @@ def value(title):
 run("00_what_attention_is_for")
 run("05_softmax")
 run("19_heads_learn")
+run("21_induction_heads")
 for path in sorted(glob.glob(f"{work}/svg/*.svg")):
     try:
         ET.parse(path)
@@ -90,7 +93,7 @@ if len(c) != w00.size:
     failures.append(f"lesson 00: {len(c)} cells, not {w00.size}")
 for (name, i, j), title in c.items():
     h = int(re.match(r"head (\d+)", name).group(1))
-    if not title.startswith(f"query {i} {words[i]}, key {j} {words[j]}: "):
+    if not title.startswith(f"query {i} ({words[i]}), key {j} ({words[j]}): "):
         failures.append(f"lesson 00 {name} cell ({i}, {j}) does not name its words: {title!r}")
     elif abs(float(value(title)) - w00[h, i, j]) > 5e-5:
         failures.append(f"lesson 00 {name} cell ({i}, {j}) says {title!r}, weights.npy "
@@ -102,6 +105,17 @@ for g in grids:
         failures.append(f"lesson 00 {g.get('data-name')}: tick labels {ticks}, not the words")
 if len(grids) != w00.shape[0]:
     failures.append(f"lesson 00: {len(grids)} grids, not one per head")
+c = cells(f"{work}/svg/21_heads_2.svg")  # the end: every layer x head of sequence 0
+w21 = [np.load(f"{work}/dump/21_induction_heads/layer{l}.weights.end.npy")[0] for l in (0, 1)]
+if len(c) != sum(w.size for w in w21):
+    failures.append(f"lesson 21: {len(c)} cells, not {sum(w.size for w in w21)}")
+for (name, i, j), title in c.items():
+    l, h = map(int, re.match(r"layer (\d+), head (\d+)", name).groups())
+    if not re.match(rf"query {i} \(.\), key {j} \(.\): ", title):
+        failures.append(f"lesson 21 {name} cell ({i}, {j}): {title!r} does not name the tokens")
+    elif abs(float(value(title)) - w21[l][h, i, j]) > 5e-5:
+        failures.append(f"lesson 21 {name} cell ({i}, {j}) says {title!r}, the dump's "
+                        f"{w21[l][h, i, j]:.6f}")
 
 for f in failures[:10]:
     print("FAILED", f)

@@ -28,6 +28,9 @@
 # MODE sooner      LESSON (19_heads_learn) with FIRST's flags passes 90% accuracy
 #                  at an earlier step than with SECOND's: what lesson 19's
 #                  exercises say of --lr 0.01 and of --heads 1.
+# MODE seeds       LESSON with ARGS and --seed 0 .. COUNT-1 passes all its
+#                  self-checks (exit 0, no FAILED line) for at least NEED seeds:
+#                  training that holds for most seeds, not only the one shown.
 cmake_minimum_required(VERSION 3.25)
 
 function(run_lesson out)
@@ -185,6 +188,27 @@ elseif(MODE STREQUAL "same_files")  # FILES, in DIR, hold the same bytes
     endif()
   endforeach()
 
+elseif(MODE STREQUAL "seeds")
+  separate_arguments(args UNIX_COMMAND "${ARGS}")
+  math(EXPR last "${COUNT} - 1")
+  set(passed 0)
+  set(report "")
+  foreach(seed RANGE ${last})
+    execute_process(COMMAND ${LESSON} ${args} --seed ${seed} OUTPUT_VARIABLE o
+                    ERROR_VARIABLE e RESULT_VARIABLE rc)
+    string(REGEX MATCHALL "\n(OK|FAILED), [^\n]*" claims "${o}")
+    string(FIND "${o}" "\nFAILED, " failed)
+    if(rc EQUAL 0 AND failed EQUAL -1 AND claims)
+      math(EXPR passed "${passed} + 1")
+    endif()
+    string(REPLACE ";" "" claims "${claims}")
+    string(APPEND report "--seed ${seed}: exit ${rc}${claims}${e}\n")
+  endforeach()
+  message(STATUS "${passed} of ${COUNT} seeds passed every check:\n${report}")
+  if(passed LESS NEED)
+    message(FATAL_ERROR "only ${passed} of ${COUNT} seeds passed, ${NEED} needed")
+  endif()
+
 elseif(MODE STREQUAL "same_across_threads")  # ARGS give the same stdout with 1, 2, 3 workers
   separate_arguments(args UNIX_COMMAND "${ARGS}")
   set(first "")
@@ -200,7 +224,10 @@ elseif(MODE STREQUAL "same_across_threads")  # ARGS give the same stdout with 1,
       message(FATAL_ERROR "MHA_THREADS=${n} printed something else than MHA_THREADS=1:\n${o}")
     endif()
   endforeach()
-  string(FIND "${first}" "accuracy on 1000 fresh sequences" at)
+  if(NOT DEFINED EXPECT)
+    set(EXPECT "accuracy on 1000 fresh sequences")  # lesson 19's last line
+  endif()
+  string(FIND "${first}" "${EXPECT}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "no training ran:\n${first}")
   endif()

@@ -1,5 +1,7 @@
 // The attention explorer: draws the weights the lessons wrote (data.js,
-// window.MHA_DATA, one dataset per lesson call of Lesson::explore()).
+// window.MHA_DATA, one dataset per lesson call of Lesson::explore() or
+// explore_layers()). A "model" dataset holds every layer: its panels are a
+// grid of layers x heads, as bertviz's model view, panel p = layer * heads + head.
 // No network, no library: it reads from the files next to it.
 "use strict";
 
@@ -14,8 +16,13 @@ function problem(d) {
     if (!Number.isInteger(d[key]) || d[key] < 1 || d[key] > 4096) return `${key} is not a size from 1 to 4096`;
   }
   if (typeof d.lesson !== "string" || typeof d.title !== "string") return "no lesson or title";
-  if (!["weights", "decode", "training"].includes(d.kind)) return `kind '${d.kind}' is not weights, decode or training`;
-  const n = d.heads * d.rows * d.cols;
+  if (!["weights", "decode", "training", "model"].includes(d.kind)) return `kind '${d.kind}' is not weights, decode, training or model`;
+  if (d.kind === "model" && (!Number.isInteger(d.layers) || d.layers < 1 || d.layers > 64)) return "layers is not a count from 1 to 64";
+  if (d.tokens !== undefined && (!Array.isArray(d.tokens) || d.tokens.length !== d.rows ||
+                                 !d.tokens.every((t) => typeof t === "string"))) {
+    return `tokens is not ${d.rows} strings`;
+  }
+  const n = layersOf(d) * d.heads * d.rows * d.cols;
   if (!Array.isArray(d.frames) || d.frames.length === 0) return "no frames";
   for (const [k, f] of d.frames.entries()) {
     if (!f || !Array.isArray(f.w) || f.w.length !== n) {
@@ -29,6 +36,7 @@ function problem(d) {
   }
   return "";
 }
+function layersOf(d) { return d.kind === "model" ? d.layers : 1; }
 const problems = [];
 const data = (Array.isArray(window.MHA_DATA) ? window.MHA_DATA : []).filter((d, k) => {
   const why = problem(d);
@@ -37,7 +45,7 @@ const data = (Array.isArray(window.MHA_DATA) ? window.MHA_DATA : []).filter((d, 
 });
 if (!Array.isArray(window.MHA_DATA)) problems.push("no data: data.js is missing or does not set MHA_DATA");
 $("problems").textContent = problems.join("\n");
-const state = { set: 0, head: "all", frame: 0, position: 0, query: null };
+const state = { set: 0, head: "all", frame: 0, position: 0, query: null };  // query: {layer, head, row}
 
 // viridis through nine anchors, t in [0, 1]: the lessons' SVGs use the same
 const VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 82, 139], [44, 114, 142], [33, 145, 140],
@@ -50,12 +58,19 @@ function viridis(t) {
 }
 
 function current() { return data[state.set]; }
-function at(d, frame, h, i, j) { return d.frames[frame].w[(h * d.rows + i) * d.cols + j]; }
-function masked(d, h, i, j) { return d.masked !== null && d.masked[(h * d.rows + i) * d.cols + j] === 1; }
+// p: the panel, a head (layer * heads + head in a model)
+function at(d, frame, p, i, j) { return d.frames[frame].w[(p * d.rows + i) * d.cols + j]; }
+function masked(d, p, i, j) { return d.masked !== null && d.masked[(p * d.rows + i) * d.cols + j] === 1; }
+function token(d, i) { return d.tokens ? ` (${d.tokens[i]})` : ""; }
 function largest(d, frame) {
   let m = 0;
   d.frames[frame].w.forEach((v, k) => { if (d.masked === null || d.masked[k] === 0) m = Math.max(m, v); });
   return m > 0 ? m : 1;
+}
+
+// Tokens come from the data files: never read as HTML.
+function escapeHtml(t) {
+  return t.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
 function fillControls() {
@@ -83,13 +98,20 @@ function draw() {
   const d = current();
   if (!d) { $("info").textContent = "no data: data.js is empty"; return; }
   const heads = state.head === "all" ? [...Array(d.heads).keys()] : [Number(state.head)];
-  const top = largest(d, state.frame), size = cellSize(d, heads.length);
+  const model = d.kind === "model", layers = [...Array(layersOf(d)).keys()];
+  const top = largest(d, state.frame), size = cellSize(d, heads.length * layers.length);
   const box = $("grids");
   box.innerHTML = "";
-  for (const h of heads) {
+  for (const [l, h] of layers.flatMap((l) => heads.map((h) => [l, h]))) {
+    const p = l * d.heads + h;
+    if (model && h === heads[0] && l > 0) {  // each layer a row of its own
+      const gap = document.createElement("div");
+      gap.className = "layer-break";
+      box.appendChild(gap);
+    }
     const panel = document.createElement("div");
     panel.className = "panel";
-    panel.innerHTML = `<h3>head ${h} <small>(query \u2193, key \u2192)</small></h3>`;
+    panel.innerHTML = `<h3>${model ? `layer ${l}, ` : ""}head ${h} <small>(query \u2193, key \u2192)</small></h3>`;
     const grid = document.createElement("div");
     grid.className = "grid";
     grid.style.gridTemplateColumns = `repeat(${d.cols}, ${size}px)`;
@@ -98,11 +120,12 @@ function draw() {
       for (let j = 0; j < d.cols; ++j) {
         const c = document.createElement("div");
         c.className = "cell";
-        c.dataset.head = h; c.dataset.row = i; c.dataset.col = j;
-        if (masked(d, h, i, j)) c.classList.add("masked");
-        else c.style.background = viridis(at(d, state.frame, h, i, j) / top);
+        c.dataset.layer = l; c.dataset.head = h; c.dataset.row = i; c.dataset.col = j;
+        if (masked(d, p, i, j)) c.classList.add("masked");
+        else c.style.background = viridis(at(d, state.frame, p, i, j) / top);
         if (d.kind === "decode" && i > state.position) c.classList.add("future");
-        if (state.query !== null && state.query.head === h && state.query.row === i) c.classList.add("picked");
+        const q = state.query;
+        if (q !== null && q.layer === l && q.head === h && q.row === i) c.classList.add("picked");
         grid.appendChild(c);
       }
     }
@@ -116,20 +139,26 @@ function draw() {
   drawRow();
 }
 
+function where(d, l, h) { return (d.kind === "model" ? `layer ${l}, ` : "") + `head ${h}`; }
+
 function describe(cell) {
-  const d = current(), h = Number(cell.dataset.head), i = Number(cell.dataset.row), j = Number(cell.dataset.col);
-  const v = at(d, state.frame, h, i, j);
-  return `head ${h}, query ${i}, key ${j}: ` + (masked(d, h, i, j) ? "masked" : `weight ${v.toFixed(4)}`);
+  const d = current(), l = Number(cell.dataset.layer), h = Number(cell.dataset.head);
+  const i = Number(cell.dataset.row), j = Number(cell.dataset.col), p = l * d.heads + h;
+  const v = at(d, state.frame, p, i, j);
+  return `${where(d, l, h)}, query ${i}${token(d, i)}, key ${j}${token(d, j)}: ` +
+         (masked(d, p, i, j) ? "masked" : `weight ${v.toFixed(4)}`);
 }
 
 function drawRow() {
   const d = current(), q = state.query;
   if (q === null) { $("row-title").textContent = ""; $("row").innerHTML = ""; return; }
-  $("row-title").textContent = `head ${q.head}, query ${q.row}: its weights over the keys`;
+  const p = q.layer * d.heads + q.head;
+  $("row-title").textContent = `${where(d, q.layer, q.head)}, query ${q.row}${token(d, q.row)}: its weights over the keys`;
   let html = "";
   for (let j = 0; j < d.cols; ++j) {
-    const m = masked(d, q.head, q.row, j), v = at(d, state.frame, q.head, q.row, j);
-    html += `<div class="bar-row"><span class="key">key ${j}</span>` +
+    const m = masked(d, p, q.row, j), v = at(d, state.frame, p, q.row, j);
+    const name = d.tokens ? `key ${j} ${escapeHtml(d.tokens[j])}` : `key ${j}`;
+    html += `<div class="bar-row"><span class="key">${name}</span>` +
             `<span class="bar" style="width:${m ? 0 : Math.round(v * 300)}px"></span>` +
             `<span class="val">${m ? "masked" : v.toFixed(4)}</span></div>`;
   }
@@ -141,7 +170,8 @@ $("grids").addEventListener("mouseover", (e) => {
 });
 $("grids").addEventListener("click", (e) => {
   if (!e.target.classList.contains("cell")) return;
-  state.query = { head: Number(e.target.dataset.head), row: Number(e.target.dataset.row) };
+  const c = e.target.dataset;
+  state.query = { layer: Number(c.layer), head: Number(c.head), row: Number(c.row) };
   draw();
 });
 $("dataset").addEventListener("change", (e) => {
@@ -153,7 +183,7 @@ $("frame").addEventListener("input", (e) => { state.frame = Number(e.target.valu
 $("position").addEventListener("input", (e) => { state.position = Number(e.target.value); draw(); });
 
 // ?data=<lesson>&size=<tiny|middle>&frame=<k|last>&query=<head,row>: where to
-// start (the tests and the docs' screenshot use it)
+// start (the tests and the docs' screenshot use it; the query is in layer 0)
 const want = new URLSearchParams(location.search);
 if (want.get("data")) {
   const k = data.findIndex((d) => d.lesson === want.get("data") &&
@@ -167,6 +197,6 @@ if (data.length > 0 && want.get("frame")) {
 }
 if (data.length > 0 && /^\d+,\d+$/.test(want.get("query") || "")) {
   const [h, row] = want.get("query").split(",").map(Number);
-  if (h < data[state.set].heads && row < data[state.set].rows) state.query = { head: h, row };
+  if (h < data[state.set].heads && row < data[state.set].rows) state.query = { layer: 0, head: h, row };
 }
 if (data.length > 0) { fillControls(); draw(); } else { draw(); }

@@ -110,9 +110,10 @@ void usage(const Info& info) {
     std::string own, own_help;
     for (const Extra& x : info.extra) {
         own += " [" + x.flag + " " + x.meta + "]";
-        char line[160];
-        std::snprintf(line, sizeof line, "  %-12s %s (default %g)\n",
-                      (x.flag + " " + x.meta).c_str(), x.help.c_str(), x.value);
+        char line[160], tiny[48] = "";
+        if (x.tiny_value != 0) std::snprintf(tiny, sizeof tiny, "; %g at --tiny", x.tiny_value);
+        std::snprintf(line, sizeof line, "  %-12s %s (default %g%s)\n",
+                      (x.flag + " " + x.meta).c_str(), x.help.c_str(), x.value, tiny);
         own_help += line;
     }
     std::printf(
@@ -120,7 +121,7 @@ void usage(const Info& info) {
         "usage: %s [--tiny] [--batch B] [--time T] [--d-model E] [--heads H]\n"
         "          [--seed S] [--pause] [--predict] [--svg DIR] [--dump DIR] [--help]\n"
         "         %s\n\n"
-        "  --tiny       batch %zu, time 5, d_model 8, %zu heads; prints the numbers\n"
+        "  --tiny       batch %zu, time %zu, d_model %zu, %zu heads; prints the numbers\n"
         "  --batch B    batch size (default %zu)\n"
         "  --time T     sequence length (default %zu)\n"
         "  --d-model E  embedding size d_model (default %zu)\n"
@@ -133,7 +134,8 @@ void usage(const Info& info) {
         "  --dump DIR   %s\n"
         "  --help       this text\n",
         info.name.c_str(), info.summary.c_str(), info.name.c_str(), own.c_str(),
-        info.tiny_batch, info.heads_divide ? std::size_t{2} : std::size_t{3},
+        info.tiny_batch, info.tiny_time, info.tiny_d_model,
+        info.heads_divide ? std::size_t{2} : std::size_t{3},
         info.default_batch, info.default_time, info.default_d_model,
         info.heads_divide ? "must divide d_model" : "one that does not divide d_model",
         info.default_heads, own_help.c_str(),
@@ -158,6 +160,7 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
     o.heads = info.default_heads;
     o.batch = info.default_batch, o.time = info.default_time, o.d_model = info.default_d_model;
     for (const Extra& x : info.extra) o.extra[x.flag] = x.value;
+    std::set<std::string> own;  // the lesson's own flags on the command line
     bool sized = false;
     std::string given;  // the size flags (and --seed) given: "--time, --seed"
     for (int i = 1; i < argc; ++i) {
@@ -183,13 +186,15 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         }
         else if (a == "--svg") o.svg_dir = folder(a, next), ++i;
         else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
-        else if (const Extra* x = find_extra(info, a)) o.extra[a] = parse_extra(*x, next), ++i;
+        else if (const Extra* x = find_extra(info, a)) o.extra[a] = parse_extra(*x, next), ++i, own.insert(a);
         else throw BadFlag("unknown flag '" + a + "' (try --help)");
     }
     if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");
     if (o.tiny && !info.fixed_sizes) {
         // T = 5 against D = 4: a student who swaps time and head_dim is caught.
-        o.batch = info.tiny_batch, o.time = 5, o.d_model = 8;
+        o.batch = info.tiny_batch, o.time = info.tiny_time, o.d_model = info.tiny_d_model;
+        for (const Extra& x : info.extra)  // a lesson's own default at --tiny, unless given
+            if (x.tiny_value != 0 && own.count(x.flag) == 0) o.extra[x.flag] = x.tiny_value;
         o.heads = info.heads_divide ? 2 : 3;
     }
     // About ten [B, T, E] tensors and three [B, H, T, T] live at once.
@@ -761,9 +766,9 @@ void Lesson::terminal(const std::string& title, const std::vector<std::vector<fl
 
 void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
                        const std::string& title, const std::string& row_label,
-                       const std::string& col_label, bool diverging, const Names& names) {
-    svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0,
-                  names.rows, names.cols};
+                       const std::string& col_label, bool diverging, const Names& names,
+                       std::size_t per_row) {
+    svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0, per_row};
     for (const svg::Grid& g : grids)
         for (std::size_t i = 0; i < g.value.size(); ++i)
             for (std::size_t j = 0; j < g.value[i].size(); ++j) {
@@ -775,8 +780,41 @@ void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& gr
     const std::string path = opt.svg_dir + "/" + file + ".svg";
     std::ofstream out(path);
     if (!out) throw std::runtime_error("cannot write " + path);
-    out << svg::heatmap(grids, st);
+    std::vector<svg::Grid> named = grids;  // the names, on every grid that has none
+    for (svg::Grid& g : named) {
+        if (g.row_ticks.empty()) g.row_ticks = names.rows;
+        if (g.col_ticks.empty()) g.col_ticks = names.cols;
+    }
+    out << svg::heatmap(named, st);
     std::printf("  wrote %s\n", path.c_str());
+}
+
+namespace {
+
+std::string json_string(const std::string& t) {
+    std::string q = "\"";
+    for (char c : t) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    return q + "\"";
+}
+
+}  // namespace
+
+std::string Lesson::dataset_head(const std::string& title, const std::string& kind) const {
+    return "{\"lesson\":" + json_string(info.name) + ",\"title\":" + json_string(title) +
+           ",\"kind\":" + json_string(kind) + ",\"sizes\":" +
+           json_string("B " + std::to_string(opt.batch) + ", T " + std::to_string(opt.time) +
+                       ", E " + std::to_string(opt.d_model) + ", H " +
+                       std::to_string(opt.heads) + (opt.tiny ? " (--tiny)" : ""));
+}
+
+void Lesson::add_dataset(const std::string& json) {
+    explored_.push_back(json);
+    const std::string dir = opt.dump_dir + "/" + info.name;
+    std::filesystem::create_directories(dir);
+    std::ofstream js(dir + "/explorer.js");
+    for (const std::string& d : explored_)
+        js << "(window.MHA_DATA = window.MHA_DATA || []).push(" << d << ");\n";
+    if (!js) throw std::runtime_error("cannot write " + dir + "/explorer.js");
 }
 
 void Lesson::explore(const std::string& title, const std::string& kind,
@@ -787,23 +825,14 @@ void Lesson::explore(const std::string& title, const std::string& kind,
     const std::size_t B = first.shape(0), H = first.shape(1), Tq = first.shape(2),
                       Tk = first.shape(3);
     std::ostringstream o;
-    auto str = [](const std::string& t) {  // a JSON string
-        std::string q = "\"";
-        for (char c : t) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
-        return q + "\"";
-    };
-    o << "{\"lesson\":" << str(info.name) << ",\"title\":" << str(title)
-      << ",\"kind\":" << str(kind) << ",\"sizes\":"
-      << str("B " + std::to_string(opt.batch) + ", T " + std::to_string(opt.time) + ", E " +
-             std::to_string(opt.d_model) + ", H " + std::to_string(opt.heads) +
-             (opt.tiny ? " (--tiny)" : ""))
-      << ",\"heads\":" << H << ",\"rows\":" << Tq << ",\"cols\":" << Tk << ",\"frames\":[";
+    o << dataset_head(title, kind) << ",\"heads\":" << H << ",\"rows\":" << Tq
+      << ",\"cols\":" << Tk << ",\"frames\":[";
     const bool mean = kind == "training";
     for (std::size_t f = 0; f < frames.size(); ++f) {
         const mha::Tensor4& w = *frames[f].second;
         if (w.shape() != first.shape())
             throw std::invalid_argument("explore(): frames of different shapes");
-        o << (f ? "," : "") << "{\"label\":" << str(frames[f].first) << ",\"w\":[";
+        o << (f ? "," : "") << "{\"label\":" << json_string(frames[f].first) << ",\"w\":[";
         char num[32];
         for (std::size_t h = 0; h < H; ++h)
             for (std::size_t i = 0; i < Tq; ++i)
@@ -826,26 +855,55 @@ void Lesson::explore(const std::string& title, const std::string& kind,
                     o << (h + i + j ? "," : "") << (mha::mask_row(*mask, 0, h, i)[j] ? 0 : 1);
         o << "]";
     }
-    o << "}";
-    explored_.push_back(o.str());
-    const std::string dir = opt.dump_dir + "/" + info.name;
-    std::filesystem::create_directories(dir);
-    std::ofstream js(dir + "/explorer.js");
-    for (const std::string& d : explored_)
-        js << "(window.MHA_DATA = window.MHA_DATA || []).push(" << d << ");\n";
-    if (!js) throw std::runtime_error("cannot write " + dir + "/explorer.js");
+    add_dataset(o.str() + "}");
+}
+
+void Lesson::explore_layers(
+    const std::string& title,
+    const std::vector<std::pair<std::string, std::vector<mha::Tensor4>>>& frames,
+    const std::vector<std::string>& tokens) {
+    if (!dumping() || frames.empty() || frames[0].second.empty()) return;
+    const std::size_t L = frames[0].second.size(), H = frames[0].second[0].shape(1),
+                      T = frames[0].second[0].shape(2);
+    if (tokens.size() != T) throw std::invalid_argument("explore_layers(): T tokens needed");
+    std::ostringstream o;
+    o << dataset_head(title, "model") << ",\"layers\":" << L << ",\"heads\":" << H
+      << ",\"rows\":" << T << ",\"cols\":" << T << ",\"tokens\":[";
+    for (std::size_t i = 0; i < T; ++i) o << (i ? "," : "") << json_string(tokens[i]);
+    o << "],\"frames\":[";
+    char num[32];
+    for (std::size_t f = 0; f < frames.size(); ++f) {
+        o << (f ? "," : "") << "{\"label\":" << json_string(frames[f].first) << ",\"w\":[";
+        for (std::size_t l = 0; l < L; ++l) {
+            const mha::Tensor4& w = frames[f].second.at(l);  // [B, H, T, T]
+            if (w.shape(1) != H || w.shape(2) != T || w.shape(3) != T)
+                throw std::invalid_argument("explore_layers(): layers of different shapes");
+            for (std::size_t h = 0; h < H; ++h)
+                for (std::size_t i = 0; i < T; ++i)
+                    for (std::size_t j = 0; j < T; ++j) {
+                        std::snprintf(num, sizeof num, "%.6g", double(w(0, h, i, j)));
+                        o << (l + h + i + j ? "," : "") << num;
+                    }
+        }
+        o << "]}";
+    }
+    o << "],\"masked\":[";  // causal: key j > query i
+    for (std::size_t p = 0; p < L * H; ++p)
+        for (std::size_t i = 0; i < T; ++i)
+            for (std::size_t j = 0; j < T; ++j) o << (p + i + j ? "," : "") << (j > i ? 1 : 0);
+    add_dataset(o.str() + "]}");
 }
 
 void Lesson::figure(const std::string& title, const std::string& file,
                     const std::vector<svg::Grid>& grids, bool diverging,
                     const std::string& row_label, const std::string& col_label,
-                    const Names& names) {
+                    const Names& names, std::size_t per_row) {
     if (opt.svg_dir.empty() || grids.empty()) return;
     const std::size_t rows = grids[0].value.size(), cols = rows ? grids[0].value[0].size() : 0;
     write_svg(file, grids,
               title + "  [" + std::to_string(rows) + ", " + std::to_string(cols) + "]" +
                   (grids.size() > 1 ? " each" : ""),
-              row_label, col_label, diverging, names);
+              row_label, col_label, diverging, names, per_row);
 }
 
 void Lesson::table(const std::string& title, const mha::Tensor2& m, const Names& names,
@@ -900,6 +958,18 @@ std::vector<svg::Grid> head_grids(const mha::Tensor4& t, std::size_t b, const mh
                                  (group > 0 ? " reads kv " + std::to_string(h / group) : "");
         grids.push_back(grid_of(t, b, h, name, mask));
     }
+    return grids;
+}
+
+std::vector<svg::Grid> layer_grids(const std::vector<mha::Tensor4>& layers, std::size_t b,
+                                   const std::vector<std::string>& ticks) {
+    std::vector<svg::Grid> grids;
+    for (std::size_t l = 0; l < layers.size(); ++l)
+        for (std::size_t h = 0; h < layers[l].shape(1); ++h) {
+            grids.push_back(grid_of(layers[l], b, h,
+                                    "layer " + std::to_string(l) + ", head " + std::to_string(h)));
+            grids.back().row_ticks = grids.back().col_ticks = ticks;
+        }
     return grids;
 }
 

@@ -37,6 +37,7 @@ struct Extra {
     std::string flag, meta, help;  // "--steps", "N", "training steps"
     double value, min, max;        // the default and the range
     bool whole = true;
+    double tiny_value = 0;         // the default at --tiny, when not 0
 };
 
 /// A lesson's name, one-line summary, and what its flags mean for it.
@@ -51,7 +52,7 @@ struct Info {
     bool heads_divide = true;
     // The other sizes when not given, --tiny's batch, and the lesson's own flags.
     std::size_t default_batch = 128, default_time = 64, default_d_model = 512;
-    std::size_t tiny_batch = 1;
+    std::size_t tiny_batch = 1, tiny_time = 5, tiny_d_model = 8;
     std::vector<Extra> extra = {};
     // Sizes set by the lesson's data (lesson 00's six words): the default_*
     // above, at --tiny too; --batch, --time, --d-model, --heads and --seed are
@@ -160,6 +161,13 @@ public:
     void explore(const std::string& title, const std::string& kind,
                  const std::vector<std::pair<std::string, const mha::Tensor4*>>& frames,
                  const mha::Mask* mask = nullptr);
+    /// The same for a model of L layers, bertviz's model view: a grid of
+    /// layers x heads, each frame holding every layer's weights `[B, H, T, T]`
+    /// (sequence 0 of each is shown, causal: the cells above the diagonal
+    /// masked), and @p tokens, the T tokens read, as the rows' and columns' labels.
+    void explore_layers(const std::string& title,
+                        const std::vector<std::pair<std::string, std::vector<mha::Tensor4>>>& frames,
+                        const std::vector<std::string>& tokens);
     /// Gives a size symbol for step()'s dims, e.g. let("H_kv", 2).
     void let(const std::string& symbol, std::size_t value);
 
@@ -187,11 +195,12 @@ public:
     void heads(const std::string& title, const std::string& file, const mha::Tensor4& w,
                const Names& names = {});
     /// With --svg DIR, a heat map DIR/<file>.svg of @p grids side by side on
-    /// one scale (nothing in the terminal): the lessons' other pictures.
+    /// one scale (nothing in the terminal): the lessons' other pictures;
+    /// @p per_row grids to a row (0: all in one), a layer's heads, say.
     void figure(const std::string& title, const std::string& file,
                 const std::vector<svg::Grid>& grids, bool diverging,
                 const std::string& row_label = "query", const std::string& col_label = "key",
-                const Names& names = {});
+                const Names& names = {}, std::size_t per_row = 0);
     /// The numbers of @p m `[rows, cols]` with @p digits decimals, under a
     /// header of the column names and each row after its name: a table
     /// whose rows and columns are words or features, not indices.
@@ -224,10 +233,14 @@ private:
                   const Names& names);
     void write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
                    const std::string& title, const std::string& row_label,
-                   const std::string& col_label, bool diverging, const Names& names);
+                   const std::string& col_label, bool diverging, const Names& names,
+                   std::size_t per_row = 0);
     void ask_shape(const std::string& lhs, const std::string& name, const Values& v,
                    const std::string& dims, const std::string& torch);
     std::string with_sizes(const std::string& dims) const;
+    // explorer.js: a dataset's opening fields, and adding one to the file
+    std::string dataset_head(const std::string& title, const std::string& kind) const;
+    void add_dataset(const std::string& json);
     std::vector<std::string> explored_;  // explorer.js's datasets so far
     int sections_ = 0;
     std::map<std::string, std::size_t> symbols_;
@@ -245,6 +258,12 @@ svg::Grid grid_of(const mha::Tensor4& t, std::size_t b, std::size_t h, const std
 /// @p group query heads share a kv head, "head h reads kv h / group".
 std::vector<svg::Grid> head_grids(const mha::Tensor4& t, std::size_t b,
                                   const mha::Mask* mask = nullptr, std::size_t group = 0);
+
+/// grid_of() for every head of every layer of a model, sequence @p b, named
+/// "layer l, head h", layer 0's heads first; @p ticks (the tokens, say) label
+/// the rows and columns when given.
+std::vector<svg::Grid> layer_grids(const std::vector<mha::Tensor4>& layers, std::size_t b,
+                                   const std::vector<std::string>& ticks = {});
 
 /// t(b, i, j) over positions i and features j as a grid named @p name.
 svg::Grid grid_of(const mha::Tensor3& t, std::size_t b, const std::string& name);

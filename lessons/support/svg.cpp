@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 
 namespace lesson::svg {
 
@@ -52,17 +53,6 @@ std::string fixed2(double x) {
     return buf;
 }
 
-// About how wide @p text is at font size 10, in pixels: 6 per character
-// (UTF-8: a byte that starts one), 10 for a wide (CJK) one.
-int text_px(const std::string& text) {
-    int px = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const unsigned char c = static_cast<unsigned char>(text[i]);
-        if ((c & 0xC0) != 0x80) px += c >= 0xE3 && c <= 0xED ? 10 : 6;
-    }
-    return px;
-}
-
 // Every k-th position gets a tick label, k so that about 8 show.
 std::size_t tick_step(std::size_t n) {
     for (std::size_t k : {1, 2, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100, 128, 256, 512})
@@ -98,27 +88,43 @@ std::string diverging(double t) {
     return along(a, (t + 1) / 2);
 }
 
+// About how wide @p text is at font size 10, in pixels: 6 per character
+// (UTF-8: a byte that starts one), 10 for a wide (CJK) one.
+int text_px(const std::string& text) {
+    int px = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if ((c & 0xC0) != 0x80) px += c >= 0xE3 && c <= 0xED ? 10 : 6;
+    }
+    return px;
+}
+
 std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const std::size_t rows = grids.at(0).value.size(), cols = rows ? grids[0].value[0].size() : 0;
-    if ((!s.row_names.empty() && s.row_names.size() != rows) ||
-        (!s.col_names.empty() && s.col_names.size() != cols))
-        throw std::logic_error("heatmap(): " + std::to_string(s.row_names.size()) + " row and " +
-                               std::to_string(s.col_names.size()) + " column names for [" +
-                               std::to_string(rows) + ", " + std::to_string(cols) + "] cells");
-    int names_px = 0;  // the widest row name: the tick labels left of the grid
-    for (const std::string& n : s.row_names) names_px = std::max(names_px, text_px(n));
     const std::size_t side = std::max<std::size_t>(std::max(rows, cols), 1);
     int cell = std::max(4, std::min(36, int(360 / side / std::max<std::size_t>(1, grids.size() / 2 + 1) + 8)));
     const bool numbers = rows <= 12 && cols <= 12;
     if (numbers) cell = std::max(cell, 26);  // room for "0.42" in every cell
-    // between two grids: room for the second's row names
+    int names_px = 0;  // the widest row tick label (a token), left of each grid
+    for (const Grid& g : grids) {
+        if ((!g.row_ticks.empty() && g.row_ticks.size() != rows) ||
+            (!g.col_ticks.empty() && g.col_ticks.size() != cols))
+            throw std::logic_error("heatmap(): " + std::to_string(g.row_ticks.size()) +
+                                   " row and " + std::to_string(g.col_ticks.size()) +
+                                   " column labels for [" + std::to_string(rows) + ", " +
+                                   std::to_string(cols) + "] cells");
+        for (const std::string& n : g.row_ticks) names_px = std::max(names_px, text_px(n));
+    }
+    // between two grids: room for the second's row names; left: the same, and the axis label
     const int gw = int(cols) * cell, gh = int(rows) * cell, gap = std::max(28, names_px + 12);
-    // room for the row names between the rotated axis label and the grid
     const int left = std::max(56, 30 + names_px), top = 58, bar_w = 14;
-    const int bar_x = left + int(grids.size()) * (gw + gap);
+    // per_row grids to a row; the rows of grids a band apart (names, ticks, labels)
+    const std::size_t per_row = s.per_row ? std::min(s.per_row, grids.size()) : grids.size();
+    const int bands = int((grids.size() + per_row - 1) / per_row), band = gh + 64;
+    const int bar_x = left + int(per_row) * (gw + gap);
     // wide enough for the title at 15 px (about 9 px a character)
     const int width = std::max(bar_x + bar_w + 70, left + 9 * int(s.title.size()) + 20);
-    const int height = top + gh + 52;
+    const int height = top + (bands - 1) * band + gh + 52;
     auto colour = [&](double v) {
         if (s.diverging) {
             const double m = std::max(std::fabs(s.lo), std::fabs(s.hi));
@@ -138,24 +144,29 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const std::size_t rstep = tick_step(rows), cstep = tick_step(cols);
     for (std::size_t g = 0; g < grids.size(); ++g) {
         const Grid& grid = grids[g];
-        const int x0 = left + int(g) * (gw + gap);
+        const int x0 = left + int(g % per_row) * (gw + gap), y0 = top + int(g / per_row) * band;
+        // a label per row and column when given (tokens), else every k-th index
+        auto tick = [](const std::vector<std::string>& ticks, std::size_t i) {
+            return ticks.empty() ? std::to_string(i) : escape(ticks[i]);
+        };
+        auto named = [](const std::vector<std::string>& ticks, std::size_t i) {
+            return std::to_string(i) + (ticks.empty() ? "" : " (" + escape(ticks[i]) + ")");
+        };
         o << "<g class='grid' data-name='" << escape(grid.name) << "'>\n";
         if (!grid.name.empty())
-            o << "<text x='" << x0 << "' y='" << top - 18 << "'>" << escape(grid.name) << "</text>\n";
+            o << "<text x='" << x0 << "' y='" << y0 - 18 << "'>" << escape(grid.name) << "</text>\n";
         for (std::size_t i = 0; i < rows; ++i)
             for (std::size_t j = 0; j < cols; ++j) {
                 const double v = grid.value[i][j];
                 const bool masked = !grid.masked.empty() && grid.masked[i][j];
                 const bool nan = !masked && !std::isfinite(v);  // drawn apart: no colour means it
                 const std::string fill = masked ? "url(#hatch)" : nan ? "#ffffff" : colour(v);
-                const int x = x0 + int(j) * cell, y = top + int(i) * cell;
+                const int x = x0 + int(j) * cell, y = y0 + int(i) * cell;
                 o << "<rect x='" << x << "' y='" << y << "' width='" << cell << "' height='"
                   << cell << "' fill='" << fill << (nan ? "' stroke='#b35806" : "")
-                  << "' data-row='" << i << "' data-col='" << j
-                  << "'><title>" << escape(s.row_label) << ' ' << i
-                  << (s.row_names.empty() ? "" : " " + escape(s.row_names[i])) << ", "
-                  << escape(s.col_label) << ' ' << j
-                  << (s.col_names.empty() ? "" : " " + escape(s.col_names[j])) << ": "
+                  << "' data-row='" << i << "' data-col='" << j << "'><title>"
+                  << escape(s.row_label) << ' ' << named(grid.row_ticks, i) << ", "
+                  << escape(s.col_label) << ' ' << named(grid.col_ticks, j) << ": "
                   << (masked ? "masked" : number(v, 6)) << "</title></rect>\n";
                 if ((numbers && cell >= 24 && !masked) || nan) {
                     o << "<text x='" << x + cell / 2 << "' y='" << y + cell / 2 + 4
@@ -165,24 +176,25 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
                       << "</text>\n";
                 }
             }
-        // Names label every row and column (a name too wide for its cell in a
-        // smaller font); indices every k-th.
-        for (std::size_t i = 0; i < rows; i += s.row_names.empty() ? rstep : 1)
-            o << "<text class='tick' x='" << x0 - 4 << "' y='" << top + int(i) * cell + cell / 2 + 4
-              << "' text-anchor='end' font-size='10'>"
-              << (s.row_names.empty() ? std::to_string(i) : escape(s.row_names[i])) << "</text>\n";
-        for (std::size_t j = 0; j < cols; j += s.col_names.empty() ? cstep : 1) {
-            const int px = s.col_names.empty() ? 0 : text_px(s.col_names[j]);
+        for (std::size_t i = 0; i < rows; i += grid.row_ticks.empty() ? rstep : 1)
+            o << "<text class='tick' x='" << x0 - 4 << "' y='" << y0 + int(i) * cell + cell / 2 + 4
+              << "' text-anchor='end' font-size='10'>" << tick(grid.row_ticks, i) << "</text>\n";
+        for (std::size_t j = 0; j < cols; j += grid.col_ticks.empty() ? cstep : 1) {
+            // a label too wide for its cell, in a smaller font
+            const int px = grid.col_ticks.empty() ? 0 : text_px(grid.col_ticks[j]);
             const int size = px > cell - 2 ? std::max(6, 10 * (cell - 2) / px) : 10;
-            o << "<text class='tick' x='" << x0 + int(j) * cell + cell / 2 << "' y='" << top - 4
-              << "' text-anchor='middle' font-size='" << size << "'>"
-              << (s.col_names.empty() ? std::to_string(j) : escape(s.col_names[j])) << "</text>\n";
+            o << "<text class='tick' x='" << x0 + int(j) * cell + cell / 2 << "' y='" << y0 - 4
+              << "' text-anchor='middle' font-size='" << size << "'>" << tick(grid.col_ticks, j)
+              << "</text>\n";
         }
-        o << "<text x='" << x0 + gw / 2 << "' y='" << top + gh + 18
+        o << "<text x='" << x0 + gw / 2 << "' y='" << y0 + gh + 18
           << "' text-anchor='middle'>" << escape(s.col_label) << " \u2192</text>\n</g>\n";
     }
-    o << "<text x='16' y='" << top + gh / 2 << "' text-anchor='middle' transform='rotate(-90 16,"
-      << top + gh / 2 << ")'>" << escape(s.row_label) << " \u2192</text>\n";
+    for (int b = 0; b < bands; ++b) {
+        const int mid = top + b * band + gh / 2;
+        o << "<text x='16' y='" << mid << "' text-anchor='middle' transform='rotate(-90 16,"
+          << mid << ")'>" << escape(s.row_label) << " \u2192</text>\n";
+    }
     // The colour bar: 32 steps, its ends and middle labelled.
     const double lo = s.diverging ? -std::max(std::fabs(s.lo), std::fabs(s.hi)) : s.lo;
     const double hi = s.diverging ? -lo : s.hi;
@@ -201,8 +213,8 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
         if (!g.masked_means.empty()) legend = g.masked_means;
     }
     if (any_masked)
-        o << "<rect x='" << left << "' y='" << top + gh + 28 << "' width='12' height='12' "
-             "fill='url(#hatch)'/><text x='" << left + 18 << "' y='" << top + gh + 38
+        o << "<rect x='" << left << "' y='" << height - 24 << "' width='12' height='12' "
+             "fill='url(#hatch)'/><text x='" << left + 18 << "' y='" << height - 14
           << "'>" << escape(legend) << "</text>\n";
     o << "</svg>\n";
     return o.str();

@@ -20,6 +20,9 @@ struct Grid {
     std::vector<std::vector<float>> value;  // [rows][cols]
     std::vector<std::vector<bool>> masked;  // empty, or [rows][cols]
     std::string masked_means = {};          // the legend of hatched cells, if not "masked"
+    // Labels of the rows and columns (tokens, say), every one drawn; empty:
+    // the indices 0, 1, ..., every k-th.
+    std::vector<std::string> row_ticks = {}, col_ticks = {};
 };
 
 /// How the grids are drawn: their common title, axes and scale.
@@ -29,8 +32,7 @@ struct Style {
     std::string col_label = "key";         // along the bottom
     bool diverging = false;                // centred at 0, for scores and gradients
     double lo = 0, hi = 1;                 // the scale's ends (diverging: -m .. m)
-    std::vector<std::string> row_names = {};  // empty, or a tick label per row ("cat")
-    std::vector<std::string> col_names = {};  // empty, or a tick label per column
+    std::size_t per_row = 0;               // grids in a row, then the next row; 0: all
 };
 
 /// The colour of @p t in [0, 1] on viridis, "#rrggbb".
@@ -39,9 +41,8 @@ std::string viridis(double t);
 std::string diverging(double t);
 
 /// The SVG text of @p grids side by side (small multiples, one shared
-/// scale), with tick labels (the style's names, when it has them, on every
-/// row and column; else every k-th index), the colour bar and, when a grid
-/// has at most 12 rows and columns, each cell's value printed in it.
+/// scale), @p style.per_row to a row, with tick labels, the colour bar and,
+/// when a grid has at most 12 rows and columns, each cell's value printed in it.
 std::string heatmap(const std::vector<Grid>& grids, const Style& style);
 
 /// The SVG text of a line plot: each series's y against x (log2 x axis when

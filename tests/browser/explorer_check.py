@@ -4,19 +4,21 @@ and python3-selenium).
 
     /usr/bin/python3 tests/browser/explorer_check.py BUILD_DIR WORK_DIR [--screenshot PNG]
 
-Runs lessons 05, 16 and 19 at --tiny with --dump, puts their explorer.js
+Runs lessons 05, 16, 19 and 20 at --tiny with --dump, puts their explorer.js
 data beside docs/explorer/ in WORK_DIR/site, opens the page in headless
 Chromium and checks: no console errors; hovering head 0's cell (query 3,
 key 1) shows weights.npy[0, 0, 3, 1] to 4 digits; a masked cell says so;
 switching to head 1 shows head 1's cells only, whose values differ and
 match weights.npy[0, 1]; clicking a query draws its row as bars; lesson 16's
 data has a position slider and lesson 19's a frame slider whose last frame
-matches the dump; bad data files (a frame of the wrong length, masks not 0/1,
+matches the dump; lesson 21's data is a grid of layers x heads whose last frame's
+hover shows layer1.weights.end.npy[0, h, i, j] with the tokens; bad data files (a frame of the wrong length, masks not 0/1,
 a name holding HTML, not an object, no data.js) are left out with a line
 saying why, names shown as text. With --screenshot it saves a picture of the page (the
 docs build's). Exit 0 when all hold, 1 when one does not, 77 (skipped)
 without selenium, chromium or numpy.
 """
+import json
 import os
 import pathlib
 import shutil
@@ -51,7 +53,7 @@ for f in source.iterdir():
     if f.suffix in (".html", ".css", ".js"):
         shutil.copy(f, site)
 data = []
-for lesson in ("05_softmax", "16_kv_cache", "19_heads_learn"):
+for lesson in ("05_softmax", "16_kv_cache", "19_heads_learn", "21_induction_heads"):
     subprocess.run([str(build / "lessons" / lesson), "--tiny", "--dump", str(work / "dump")],
                    check=True, capture_output=True)
     data.append((work / "dump" / lesson / "explorer.js").read_text())
@@ -119,6 +121,29 @@ try:
     text = hover(0, 0, 3)
     check(f"the last frame, head 0 (0, 3): '{text}' shows {end[0, 0, 3]:.4f}",
           text == f"head 0, query 0, key 3: weight {end[0, 0, 3]:.4f}")
+    sets.select_by_index(3)  # lesson 21: every layer x head of a two-layer model
+    model = json.loads(data[3].split("push(", 1)[1].rsplit(");", 1)[0])
+    layers, heads, tok = model["layers"], model["heads"], model["tokens"]
+    titles = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".panel h3")]
+    check(f"lesson 21's data: {len(titles)} panels, layers x heads = {layers} x {heads}, "
+          f"one row a layer", len(titles) == layers * heads and titles[heads].startswith(
+              "layer 1, head 0") and len(browser.find_elements(By.CSS_SELECTOR, ".layer-break"))
+          == layers - 1)
+    frame = browser.find_element(By.ID, "frame")
+    browser.execute_script("arguments[0].value = arguments[0].max; "
+                           "arguments[0].dispatchEvent(new Event('input'))", frame)
+    w21 = np.load(work / "dump" / "21_induction_heads" / "layer1.weights.end.npy")[0]
+    i, j = len(tok) - 1, len(tok) // 2 + 1  # the last query, the key after r's last token
+    cell = browser.find_element(By.CSS_SELECTOR,
+                                f'.cell[data-layer="1"][data-head="1"][data-row="{i}"][data-col="{j}"]')
+    ActionChains(browser).move_to_element(cell).perform()
+    text = browser.find_element(By.ID, "info").text
+    want = f"layer 1, head 1, query {i} ({tok[i]}), key {j} ({tok[j]}): weight {w21[1, i, j]:.4f}"
+    check(f"the last frame, layer 1 head 1 ({i}, {j}): '{text}'", text == want)
+    cell.click()
+    check("a click draws layer 1's row, the keys named by their tokens",
+          browser.find_element(By.ID, "row-title").text.startswith(f"layer 1, head 1, query {i}")
+          and browser.find_elements(By.CSS_SELECTOR, "#row .key")[1].text == f"key 1 {tok[1]}")
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     check(f"no console errors after all that ({len(errors)})", not errors)
 
