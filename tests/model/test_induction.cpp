@@ -1,13 +1,16 @@
 // Tests for mha/model/induction.hpp: the repeated batches, the two scores on
 // hand-made weights whose score is exactly 1, 0 or 1/T, the loss per
 // position against cross_entropy(), and a model without one head against
-// the context with that head's slice zeroed by hand.
+// the context with that head's slice zeroed by hand; the training loop against
+// the same loop written out, and the small helpers the lesson prints with.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <numeric>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <xtensor/xview.hpp>
 
@@ -217,4 +220,59 @@ TEST_CASE("score_heads: the half losses and both scores of every layer, from one
         CHECK(s.prev[l] == mha::previous_token_scores(t.layers[l].attn.weights, 4));
         CHECK(s.ind[l] == mha::induction_scores(t.layers[l].attn.weights, d.x));
     }
+}
+
+TEST_CASE("train_on_repeats: the loop written out, reporting every 10 steps and the last") {
+    mha::LanguageModel m = mha::make_language_model(small(), 7), by_hand = m;
+    mha::Rng test_rng(8);
+    const mha::TokenBatch test = mha::repeated_batch(2, 3, 7, test_rng);  // T = 7
+    const mha::LrSchedule lr{1e-2f, 2, 25, 0.1f};
+    mha::Rng data(9), data_by_hand(9);
+    std::vector<int> steps;
+    mha::HeadScores last;
+    mha::train_on_repeats(m, lr, test, 7, 2, data, [&](int step, const mha::HeadScores& s) {
+        steps.push_back(step);
+        last = s;
+    });
+    CHECK(steps == std::vector<int>{10, 20, 25});
+    mha::Adam adam(lr.at(1));  // the same loop by hand
+    mha::ModelTrace trace;
+    for (int step = 1; step <= 25; ++step) {
+        adam.set_lr(lr.at(step));
+        const mha::TokenBatch batch = mha::repeated_batch(2, 3, 7, data_by_hand, 2);
+        mha::train_step(by_hand, adam, batch, trace, 1.0);
+    }
+    const mha::HeadScores s = mha::score_heads(by_hand, test);
+    CHECK(last.loss.first == s.loss.first);
+    CHECK(last.loss.repeated == s.loss.repeated);
+    CHECK(last.ind == s.ind);
+}
+
+TEST_CASE("best_head, top_keys, token_letters: the head, where it looks, the tokens") {
+    CHECK(mha::best_head({0.1, 0.9, 0.3}) == 1);
+    CHECK(mha::best_head({0.5, 0.2, 0.5}) == 0);  // the first on a tie
+    CHECK_THROWS_AS(mha::best_head({}), std::invalid_argument);
+
+    Tensor4 w = Tensor4::from_shape({2, 2, 5, 5});  // [B, H, T, T]
+    w.fill(0.0f);
+    one_key(w, 0, [](std::size_t i) { return i == 0 ? 0 : i - 1; });  // one back
+    for (std::size_t i = 0; i < 5; ++i)  // head 1 spreads evenly: the first key on a tie
+        for (std::size_t j = 0; j <= i; ++j) w(1, 1, i, j) = 1.0f / float(i + 1);
+    CHECK(mha::top_keys(w, 0, 0) == std::vector<std::size_t>{0, 0, 1, 2, 3});
+    CHECK(mha::top_keys(w, 1, 1) == std::vector<std::size_t>{0, 0, 0, 0, 0});
+    w(0, 0, 2, 4) = 5.0f;  // a key after the query is not looked at
+    CHECK(mha::top_keys(w, 0, 0)[2] == 1);
+    CHECK_THROWS_AS(mha::top_keys(w, 2, 0), std::invalid_argument);
+    CHECK_THROWS_AS(mha::top_keys(w, 0, 2), std::invalid_argument);
+
+    mha::Tokens t = mha::Tokens::from_shape({2, 5});  // [B, T]
+    t.fill(0);
+    t(1, 1) = 1;  // a
+    t(1, 2) = 26;  // z
+    t(1, 3) = 27;  // A
+    t(1, 4) = 52;  // Z
+    CHECK(mha::token_letters(t, 1) == std::vector<std::string>{"^", "a", "z", "A", "Z"});
+    CHECK_THROWS_AS(mha::token_letters(t, 2), std::invalid_argument);
+    t(0, 3) = 53;
+    CHECK_THROWS_AS(mha::token_letters(t, 0), std::invalid_argument);
 }

@@ -4,6 +4,7 @@
 // B batch, n tokens in each half, T = 2n + 1 positions (BOS first), V vocabulary, H heads.
 #include "mha/model/induction.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -146,6 +147,54 @@ LanguageModel without_head(const LanguageModel& m, std::size_t layer, std::size_
     for (std::size_t r = 0; r < w_o.shape(0); ++r)
         for (std::size_t c = head * D; c < (head + 1) * D; ++c) w_o(r, c) = 0.0f;
     return copy;
+}
+
+void train_on_repeats(LanguageModel& m, const LrSchedule& lr, const TokenBatch& test,
+                      std::size_t vocab, std::size_t n_min, Rng& data,
+                      const std::function<void(int, const HeadScores&)>& report) {
+    const std::size_t B = test.x.shape(0), n = test.x.shape(1) / 2;
+    Adam adam(lr.at(1));
+    ModelTrace trace;
+    for (int step = 1; step <= lr.total; ++step) {
+        adam.set_lr(lr.at(step));
+        const TokenBatch batch = repeated_batch(B, n, vocab, data, n_min);
+        train_step(m, adam, batch, trace, 1.0);
+        if (step % 10 == 0 || step == lr.total) report(step, score_heads(m, test));
+    }
+}
+
+std::size_t best_head(const std::vector<double>& scores) {
+    if (scores.empty()) fail("best_head: no scores");
+    return std::size_t(std::max_element(scores.begin(), scores.end()) - scores.begin());
+}
+
+std::vector<std::size_t> top_keys(const Tensor4& weights, std::size_t b, std::size_t head) {
+    require_square(weights, "top_keys");
+    const std::size_t T = weights.shape(2);
+    if (b >= weights.shape(0) || head >= weights.shape(1)) {
+        fail("top_keys: sequence " + std::to_string(b) + ", head " + std::to_string(head) +
+             " of weights " + shape_of(weights));
+    }
+    std::vector<std::size_t> keys(T, 0);
+    for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 1; j <= i; ++j)  // keys after i are masked: not looked at
+            if (weights(b, head, i, j) > weights(b, head, i, keys[i])) keys[i] = j;
+    return keys;
+}
+
+std::vector<std::string> token_letters(const Tokens& tokens, std::size_t b) {
+    if (b >= tokens.shape(0)) {
+        fail("token_letters: sequence " + std::to_string(b) + " of tokens " + shape_of(tokens));
+    }
+    std::vector<std::string> letters;
+    for (std::size_t i = 0; i < tokens.shape(1); ++i) {
+        const std::int32_t id = tokens(b, i);
+        if (id < 0 || id > 52)
+            fail("token_letters: token " + std::to_string(id) + " is outside [0, 52]");
+        const char c = id == kBos ? '^' : id <= 26 ? char('a' + id - 1) : char('A' + id - 27);
+        letters.push_back(std::string(1, c));
+    }
+    return letters;
 }
 
 }  // namespace mha

@@ -13,10 +13,13 @@
 /// is given a number from its weights, as TransformerLens and ARENA do.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "mha/model/language_model.hpp"
 #include "mha/model/sequence_model.hpp"
+#include "mha/model/train.hpp"
 
 namespace mha {
 
@@ -137,6 +140,51 @@ HeadScores score_heads(const LanguageModel& m, const TokenBatch& test);
 /// @return      the ablated copy
 /// @throws std::invalid_argument for a layer or head out of range.
 LanguageModel without_head(const LanguageModel& m, std::size_t layer, std::size_t head);
+
+/// Trains @p m on repeated text and watches its heads: for step = 1 ..
+/// lr.total, one train_step() (gradients clipped at norm 1) with Adam at
+/// lr.at(step) on a fresh repeated_batch(B, n, V, data, n_min), B and n those
+/// of @p test; every 10 steps and at the last, report(step, score_heads(m,
+/// test)). The loop lesson 21 runs for two layers and then one.
+/// @param m      the model, trained in place
+/// @param lr     the schedule; lr.total is the number of steps, at least 1
+/// @param test   x and y `[B, 2n + 1]` from repeated_batch() without n_min
+/// @param vocab  V, BOS included
+/// @param n_min  the shortest stretch of the training batches (see repeated_batch())
+/// @param data   the generator the training batches come from
+/// @param report called with the step and the scores on @p test
+/// @throws std::invalid_argument as repeated_batch(), train_step() and score_heads().
+void train_on_repeats(LanguageModel& m, const LrSchedule& lr, const TokenBatch& test,
+                      std::size_t vocab, std::size_t n_min, Rng& data,
+                      const std::function<void(int, const HeadScores&)>& report);
+
+/// The index of the highest of @p scores, the first one on a tie: the head
+/// that scores highest, given the H scores of one layer.
+/// @param scores H numbers, at least one
+/// @return       h < H
+/// @throws std::invalid_argument for no scores.
+std::size_t best_head(const std::vector<double>& scores);
+
+/// For each query i, the key j <= i that head @p head weighs most in
+/// sequence @p b, the first one on a tie: where the head looks. For an
+/// induction head on a repeated_batch(), a query i of the second half gets
+/// i - n + 1, the key whose token is the answer.
+/// @param weights `[B, H, T, T]`
+/// @param b       b < B
+/// @param head    h < H
+/// @return        T keys
+/// @throws std::invalid_argument when weights is not `[B, H, T, T]` or b or h is
+///         out of range.
+std::vector<std::size_t> top_keys(const Tensor4& weights, std::size_t b, std::size_t head);
+
+/// Sequence @p b of @p tokens as one letter a token, to print or to label a
+/// picture with: "^" for kBos, "a" .. "z" for 1 .. 26, "A" .. "Z" for 27 .. 52
+/// (so V up to 53).
+/// @param tokens `[B, T]`
+/// @param b      b < B
+/// @return       T strings of one letter
+/// @throws std::invalid_argument for b out of range or a token outside [0, 52].
+std::vector<std::string> token_letters(const Tokens& tokens, std::size_t b);
 
 /// @}
 
