@@ -264,7 +264,13 @@ elseif(MODE STREQUAL "timing_verdicts")
     else()
       set(want "within noise")
     endif()
-    if(NOT said STREQUAL want)
+    # Ranges that touch at the printed 2 decimals (0.59 and 0.59) were apart or not in
+    # the lesson's unrounded numbers: either verdict follows from what is printed.
+    set(tie OFF)
+    if(vhi EQUAL clo OR chi EQUAL vlo)
+      set(tie ON)
+    endif()
+    if(NOT said STREQUAL want AND NOT (tie AND (said STREQUAL "within noise" OR want STREQUAL "within noise")))
       message(FATAL_ERROR "the row says '${said}', its runs give '${want}':${row}")
     endif()
     # ratio x median(view) = median(copy), in hundredths (CMake's math is integer),
