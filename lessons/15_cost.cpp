@@ -11,8 +11,6 @@
 // B = batch, T = time, E = d_model, H = heads, D = head_dim.
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <functional>
 #include <vector>
 
 #include <xtensor/xmanipulation.hpp>
@@ -93,11 +91,6 @@ int main(int argc, char** argv) {
               "middle runs (3rd to 7th fastest) apart.");
         std::printf("%6s %5s  %-26s %-26s %s\n", "T", "B", "view ms: median (3rd-7th)",
                     "copy+mul ms", "copy/view");
-        auto ms = [](const std::function<void()>& f) {  // one run's milliseconds
-            const auto a = std::chrono::steady_clock::now();
-            f();
-            return 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
-        };
         auto spread = [](const std::vector<double>& t) {  // 9 sorted runs
             return fixed(t[4], 2) + " (" + fixed(t[2], 2) + "-" + fixed(t[6], 2) + ")";
         };
@@ -131,7 +124,8 @@ int main(int argc, char** argv) {
             };
             std::vector<double> tv, tc;  // milliseconds, after one warm-up run of each
             in_place(), copied();
-            for (int run = 0; run < 9; ++run) tv.push_back(ms(in_place)), tc.push_back(ms(copied));
+            for (int run = 0; run < 9; ++run) tv.push_back(lesson::milliseconds(in_place)),
+                                           tc.push_back(lesson::milliseconds(copied));
             std::sort(tv.begin(), tv.end()), std::sort(tc.begin(), tc.end());
             same = same && mha::max_abs_diff(s_view, s_copy) == 0.0;
             const bool timed = std::min(tv[4], tc[4]) >= 0.1;  // else microseconds: noise

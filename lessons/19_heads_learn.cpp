@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
         rc |= L.claim("the trained layer reverses at least 99% of fresh tokens", acc >= 99.0);
         rc |= L.claim("one head puts more than 0.9 of its weight on the anti-diagonal",
                       on[best] > 0.9);
-        std::printf("accuracy on 1000 fresh sequences: %.1f%%\n", acc);
-        std::printf("weight on the expected pattern: %.2f (head %zu)\n", on[best], best);
+        std::printf("accuracy on 1000 fresh sequences: %.1f%%\nweight on the expected "
+                    "pattern: %.2f (head %zu)\n", acc, on[best], best);
         return rc;
     });
 }

@@ -38,9 +38,8 @@ int main(int argc, char** argv) {
         const mha::TokenBatch test = mha::repeated_batch(B, T, V, held_out);  // [B, N]
         const std::vector<std::string> tokens = mha::token_letters(test.x, 0);  // [N]
         const std::vector<std::string> answers = mha::token_letters(test.y, 0);  // [N]
-        std::string x0, y0;
-        for (std::size_t i = 0; i < N; ++i) x0 += " " + tokens[i], y0 += " " + answers[i];
-        std::printf("x =%s\ny =%s\n", x0.c_str(), y0.c_str());
+        std::printf("x = %s\ny = %s\n", lesson::joined(tokens).c_str(),
+                    lesson::joined(answers).c_str());
         mha::ModelConfig c{V, N, E, H, std::size_t(L.opt.extra.at("--ff")) * E, 2};
         mha::LanguageModel m = mha::make_language_model(c, L.opt.seed);  // V,N,E,H,F,L
         const mha::ModelTrace t = mha::forward(m, test.x);
@@ -60,11 +59,12 @@ int main(int argc, char** argv) {
         using Frame = std::pair<std::string, std::vector<mha::Tensor4>>;  // weights [L]
         std::vector<Frame> frames{{"before training", mha::score_heads(m, test).weights}};
         std::vector<mha::HalfLosses> losses;  // every 10 steps
+        std::vector<double> repeated;         // their repeated halves, for the sparkline
         mha::HeadScores end;
         int jump = 0;  // the step where layer 1's best induction score first passes 0.5
         // Adam on repeated_batch(B, T, V, data, 2); every 10 steps, the scores on test
         mha::train_on_repeats(m, lr, test, V, 2, data, [&](int step, const auto& s) {
-            losses.push_back(s.loss), end = s;
+            losses.push_back(s.loss), repeated.push_back(s.loss.repeated), end = s;
             if (jump == 0 && s.ind[1][mha::best_head(s.ind[1])] >= 0.5) {
                 jump = step;
                 frames.push_back({"at the jump, step " + std::to_string(step),
@@ -77,13 +77,11 @@ int main(int argc, char** argv) {
                         fixed_list(s.ind[1], 2).c_str());
         });
         frames.push_back({"the end, step " + std::to_string(steps), end.weights});
-        std::vector<double> repeated;
-        for (const mha::HalfLosses& h : losses) repeated.push_back(h.repeated);
         std::printf("repeated half %s\n", lesson::sparkline(repeated, 56).c_str());
         const int k = int(losses.size()), j = std::max(jump / 10, 1) - 1;  // step 10j+10
         const int a = std::max(j - 3, 0), b = std::min(j + 3, k - 1);  // 30 steps around
-        const int column = 14 + (j * std::min(56, k) + k - 1) / k;  // the one showing j
-        if (jump > 0)  // the sparkline's column c shows value c k / min(56, k)
+        const int column = 14 + int(lesson::sparkline_column(j, k, 56));  // under step j
+        if (jump > 0)
             std::printf("%*s^ the jump, step %d\nFrom step %d to %d the repeated half's "
                         "loss fell from %.2f to %.2f; the first half's:\n%.2f to %.2f.\n",
                         column, "", jump, 10 * a + 10, 10 * b + 10, losses[a].repeated,

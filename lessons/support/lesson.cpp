@@ -565,6 +565,12 @@ double median_seconds(const std::function<void()>& f, int runs) {
     return t[t.size() / 2];
 }
 
+double milliseconds(const std::function<void()>& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 std::string Lesson::with_sizes(const std::string& dims) const {
     std::string out;
     std::set<std::string> said;
@@ -1029,6 +1035,17 @@ std::string sparkline(const std::vector<double>& v, std::size_t width) {
     char ends[64];
     std::snprintf(ends, sizeof ends, "  %.3f -> %.4f", v.front(), v.back());
     return s + ends;
+}
+
+std::size_t sparkline_column(std::size_t i, std::size_t count, std::size_t width) {
+    const std::size_t n = std::min(width, count);  // column c shows value c count / n
+    return count == 0 ? 0 : (i * n + count - 1) / count;
+}
+
+std::string joined(const std::vector<std::string>& words, const std::string& sep) {
+    std::string out;
+    for (std::size_t i = 0; i < words.size(); ++i) out += (i ? sep : "") + words[i];
+    return out;
 }
 
 int Lesson::check(const std::string& what, double max_diff, double tol) {

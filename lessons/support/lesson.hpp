@@ -276,6 +276,13 @@ std::string fixed(double x, int digits = 3);
 /// and last values: "▅▅▄▂▁▁  2.666 -> 0.0000".
 std::string sparkline(const std::vector<double>& v, std::size_t width = 60);
 
+/// The column of sparkline(v, width) that shows v[i], for v of @p count values:
+/// a caret printed that far in points at it.
+std::size_t sparkline_column(std::size_t i, std::size_t count, std::size_t width = 60);
+
+/// @p words joined with @p sep between them: joined({"a", "b"}) is "a b".
+std::string joined(const std::vector<std::string>& words, const std::string& sep = " ");
+
 /// " 0.97 0.23 ...": the first @p most of @p v with @p digits decimals each,
 /// and " ..." when there are more.
 std::string fixed_list(const std::vector<double>& v, int digits, std::size_t most = 6);
@@ -283,5 +290,8 @@ std::string fixed_list(const std::vector<double>& v, int digits, std::size_t mos
 /// The median seconds of @p runs calls of @p f after one warm-up call:
 /// enough to read a ratio in a lesson (bench/mha_bench times with more).
 double median_seconds(const std::function<void()>& f, int runs = 3);
+
+/// The milliseconds of one call of @p f, for a lesson that orders and sorts its runs.
+double milliseconds(const std::function<void()>& f);
 
 }  // namespace lesson
