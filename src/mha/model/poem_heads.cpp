@@ -35,7 +35,8 @@ struct Mean {
 // no two different runs give the same key ("ab" + "c" vs "a" + "bc").
 std::string key(const std::vector<std::string>& tokens, std::size_t at, std::size_t n) {
     std::string k;
-    for (std::size_t i = at; i < at + n; ++i) k += std::to_string(tokens[i].size()) + ':' + tokens[i];
+    for (std::size_t i = at; i < at + n; ++i)
+        k += std::to_string(tokens[i].size()) + ':' + tokens[i];
     return k;
 }
 

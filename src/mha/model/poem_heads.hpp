@@ -121,8 +121,9 @@ public:
     /// Whether tokens[at .. at + n - 1] occur in a row in the text.
     /// @param tokens any tokens, at + n <= tokens.size()
     /// @param at     where the run starts
+    /// @return       true when the text holds them in a row somewhere
     bool contains(const std::vector<std::string>& tokens, std::size_t at) const;
-    /// The n of the runs indexed.
+    /// @return the n of the runs indexed
     std::size_t n() const { return n_; }
 
 private:
