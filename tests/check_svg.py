@@ -12,8 +12,9 @@ weights.end[:, h, i, j]; in lesson 00's two heads, head h's cell (i, j) holds
 weights[0, h, i, j] and names both words, "query i (cat), key j (sat)", and every
 grid's tick labels are the six words down and across; in lesson 21's last picture,
 grid "layer l, head h" holds sequence 0 of layer<l>.weights.end and its cells' titles
-name the tokens. Exit 0 when all hold, 1 when one does not, 77 (skipped) without
-python3-numpy.
+name the tokens; the picture of tests/svg_cjk_check.cpp parses, and its tick labels
+read back as the poem's tokens, "<poem>" and the Chinese characters. Exit 0 when all
+hold, 1 when one does not, 77 (skipped) without python3-numpy.
 """
 import glob
 import os
@@ -116,6 +117,19 @@ for (name, i, j), title in c.items():
     elif abs(float(value(title)) - w21[l][h, i, j]) > 5e-5:
         failures.append(f"lesson 21 {name} cell ({i}, {j}) says {title!r}, the dump's "
                         f"{w21[l][h, i, j]:.6f}")
+
+poem = ["<poem>", "白", "日", "依", "山", "盡", "，", "黃", "河", "入", "海", "流", "。", "↵"]
+subprocess.run([f"{build}/tests/svg_cjk_check", f"{work}/svg/cjk_labels.svg"], check=True,
+               capture_output=True)
+try:
+    cjk = ET.parse(f"{work}/svg/cjk_labels.svg").getroot()
+except ET.ParseError as e:
+    failures.append(f"svg_cjk_check: not well-formed XML: {e}")
+    cjk = ET.Element("svg")
+for g in cjk.iter(NS + "g"):
+    ticks = [t.text for t in g.iter(NS + "text") if t.get("class") == "tick"]
+    if ticks != poem + poem:
+        failures.append(f"svg_cjk_check {g.get('data-name')}: tick labels {ticks}, not the poem")
 
 for f in failures[:10]:
     print("FAILED", f)

@@ -1,6 +1,8 @@
 // Heat maps and line plots as SVG text: layout, scales, ticks, colour bar.
 #include "svg.hpp"
 
+#include "text_width.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -70,6 +72,9 @@ std::string escape(const std::string& text) {
         else if (c == '>') out += "&gt;";
         else if (c == '\'') out += "&apos;";
         else if (c == '"') out += "&quot;";
+        // XML 1.0 allows no other control character: the text would not parse
+        else if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+            out += "\uFFFD";
         else out += c;
     }
     return out;
@@ -88,15 +93,13 @@ std::string diverging(double t) {
     return along(a, (t + 1) / 2);
 }
 
-// About how wide @p text is at font size 10, in pixels: 6 per character
-// (UTF-8: a byte that starts one), 10 for a wide (CJK) one.
+// About how wide @p text is at font size 10, in pixels: 6 per character, 10
+// (1 em) for a wide one, Chinese and full-width marks such as '，' alike.
 int text_px(const std::string& text) {
-    int px = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const unsigned char c = static_cast<unsigned char>(text[i]);
-        if ((c & 0xC0) != 0x80) px += c >= 0xE3 && c <= 0xED ? 10 : 6;
-    }
-    return px;
+    int chars = 0;  // UTF-8: a byte that starts one
+    for (char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    const int wide = columns(text) - chars;  // a terminal gives them 2 columns
+    return 6 * (chars - wide) + 10 * wide;
 }
 
 std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
@@ -122,8 +125,8 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const std::size_t per_row = s.per_row ? std::min(s.per_row, grids.size()) : grids.size();
     const int bands = int((grids.size() + per_row - 1) / per_row), band = gh + 64;
     const int bar_x = left + int(per_row) * (gw + gap);
-    // wide enough for the title at 15 px (about 9 px a character)
-    const int width = std::max(bar_x + bar_w + 70, left + 9 * int(s.title.size()) + 20);
+    // wide enough for the title at 15 px (about 9 px a character, 15 a wide one)
+    const int width = std::max(bar_x + bar_w + 70, left + text_px(s.title) * 3 / 2 + 20);
     const int height = top + (bands - 1) * band + gh + 52;
     auto colour = [&](double v) {
         if (s.diverging) {
@@ -238,7 +241,8 @@ std::string line_plot(const std::string& title, const std::string& x_label,
     static const char* colours[] = {"#21918c", "#b35806", "#3b528b", "#5ec962"};
     std::ostringstream o;
     o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + w + 170 << "' height='"
-      << top + h + 50 << "' font-family='DejaVu Sans, sans-serif' font-size='12'>\n"
+      << top + h + 50 << "' font-family='DejaVu Sans, Noto Sans CJK SC, sans-serif' "
+      << "font-size='12'>\n"
       << "<rect width='100%' height='100%' fill='white'/>\n"
       << "<text x='" << left << "' y='20' font-size='15' font-weight='bold'>" << escape(title)
       << "</text>\n<path d='M" << left << ',' << top << " V" << top + h << " H" << left + w
