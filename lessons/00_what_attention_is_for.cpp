@@ -131,8 +131,10 @@ int main(int argc, char** argv) {
                "output = attention(X, X, X)", "a = m.forward(X, X, X);",
                lesson::Show::shape_only);
         L.say("Q = x wq^T, K = x wk^T, V = x wv^T: three matrices give each word x its "
-              "roles. Set by hand, they give our two heads (checked below); in a model "
-              "they start random and are learned (lesson 19). Lesson 01 starts there.");
+              "roles. Each head reads D = E / 2 = 6 columns (head 0 the what, head 1 the "
+              "where), and the module divides scores by sqrt(6), so wq is sqrt(6) larger. "
+              "Set by hand, they give our two heads (checked below); in a model they start "
+              "random and are learned (lesson 19). Lesson 01 starts there.");
 
         float off = 0;  // the largest |row sum - 1| of any weights above
         for (const Lookup* l : {&one, &two, &h0, &h1})

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
         L.section("1. LayerNorm, written out");
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng) * 3.0f + 1.0f;  // [B, T, E], mean 1, std 3
-        L.recap("X = 3 randn(B, T, E) + 1", "X", X, "B, T, E", "mha::randn(B, T, E, rng) * 3.0f + 1.0f");
+        L.step("X = 3 randn(B, T, E) + 1", "X", X, "B, T, E", "x = 3 * torch.randn(B, T, E) + 1",
+               "mha::randn(B, T, E, rng) * 3.0f + 1.0f");
         const mha::Block blk(E, H, F, L.opt.seed);
         // Each position on its own: its E numbers shifted to mean 0, scaled to
         // variance 1, then times weight, plus bias (learned; 1 and 0 at first).
@@ -41,12 +42,13 @@ int main(int argc, char** argv) {
                 double mean = 0, var = 0;
                 for (std::size_t c = 0; c < E; ++c) mean += X(b, t, c) / double(E);
                 for (std::size_t c = 0; c < E; ++c) var += std::pow(X(b, t, c) - mean, 2) / double(E);
-                for (std::size_t c = 0; c < E; ++c)
-                    h1(b, t, c) = float((X(b, t, c) - mean) / std::sqrt(var + blk.norm1.eps)) *
-                                  blk.norm1.weight(c) + blk.norm1.bias(c);
+                for (std::size_t c = 0; c < E; ++c) {
+                    const float z = float((X(b, t, c) - mean) / std::sqrt(var + blk.norm1.eps));
+                    h1(b, t, c) = z * blk.norm1.weight(c) + blk.norm1.bias(c);
+                }
             }
         L.step("h1 = norm1(X)", "h1", h1, "B, T, E", "self.norm1(x)  # nn.LayerNorm(E), eps 1e-5",
-               "h1(b, t, c) = float((X(b, t, c) - mean) / std::sqrt(var + blk.norm1.eps)) *");
+               "h1(b, t, c) = z * blk.norm1.weight(c) + blk.norm1.bias(c);");
         auto stats = [&](const mha::Tensor3& x) {  // position (0, 0): mean and standard deviation
             double mean = 0, var = 0;
             for (std::size_t c = 0; c < E; ++c) mean += x(0, 0, c) / double(E);
@@ -67,10 +69,13 @@ int main(int argc, char** argv) {
         const mha::Tensor3 x1 = X + attn.output;  // [B, T, E]
         L.step("x1 = X + a", "x1", x1, "B, T, E", "x = x + self._sa_block(self.norm1(x), ...)",
                "const mha::Tensor3 x1 = X + attn.output;");
-        const double ratio = double(xt::norm_l2(attn.output)()) / double(xt::norm_l2(X)());
+        const double a_norm = double(xt::norm_l2(attn.output)());
+        const double ratio = a_norm / double(xt::norm_l2(X)());
         L.say("Attention does not replace X, it adds to it: |a| / |X| = " + fixed(ratio, 3) +
-              ". The stream carries every layer's additions, and the gradient has a path "
-              "back that no layer can block (dx1/dX includes the identity).");
+              " (X has std 3 and mean 1; against what attention read, |a| / |h1| = " +
+              fixed(a_norm / double(xt::norm_l2(h1)()), 3) + "). The stream carries every "
+              "layer's additions, and the gradient has a path back that no layer can block "
+              "(dx1/dX includes the identity).");
 
         L.section("3. The feed-forward: Linear, GELU, Linear, at every position");
         const mha::Tensor3 h2 = mha::layer_norm(x1, blk.norm2);  // [B, T, E]

@@ -21,8 +21,12 @@ int main(int argc, char** argv) {
     info.extra = {
         {"--steps", "N", "training steps", 800, 10, 100000, true, 700},
         {"--lr", "R", "Adam's peak learning rate", 3e-3, 1e-6, 1, false, 5e-3},
-        {"--vocab", "V", "tokens, BOS included (T + 1 to 53)", 25, 3, 53, true, 17},
+        {"--vocab", "V", "tokens, BOS included (T + 1 to 53)", 24, 3, 53, true, 17},
         {"--ff", "K", "the feed-forward's width over E", 4, 1, 8, true, 1}};
+    info.flags_fit = [](const lesson::Options& o) {  // T distinct tokens and BOS
+        return o.extra.at("--vocab") > double(o.time) ? std::string()
+               : "--vocab must be at least --time + 1 = " + std::to_string(o.time + 1);
+    };
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, N = 2 * T + 1;
         const std::size_t E = L.opt.d_model, H = L.opt.heads;
@@ -47,15 +51,26 @@ int main(int argc, char** argv) {
                "logits = model(x)  # tok_emb + pos_emb, 2 causal blocks, norm, head",
                "const mha::ModelTrace t = mha::forward(m, test.x);",
                lesson::Show::shape_only);
-        L.say("^ is BOS, the start of every sequence. Training sequences hide where to "
-              "copy from: some random tokens, then a stretch of 2 to " +
-              std::to_string(T) + " over and over; on r ++ r alone one layer would learn "
-              "the offset from the positions. The test sequences, as above, are "
-              "BOS ++ r ++ r.");
+        L.say("^ is BOS, the start of every sequence; y is x shifted by one, the token "
+              "to predict at each position. The test sequences, as above, are BOS ++ r ++ "
+              "r. Training sequences hide where to copy from (on r ++ r alone one layer "
+              "would learn the offset from the positions): random tokens, then a stretch "
+              "of 2 to " + std::to_string(T) + " over and over, such as");
+        mha::Rng peek(L.opt.seed + 3);  // a draw of its own: training's stays the same
+        const mha::TokenBatch one_draw = mha::repeated_batch(1, T, V, peek, 2);
+        std::printf("x = %s\n", lesson::joined(mha::token_letters(one_draw.x, 0)).c_str());
 
         L.section("2. Two layers learn: each half's loss, each head's scores");
-        std::printf("step  loss: first repeated    previous-token L0 | L1   "
-                    "induction  L0 | L1\n");
+        L.say("A head's previous-token score is its mean weight on the key just before "
+              "the query (first half); its induction score, its mean weight on the key "
+              "just after the query token's earlier occurrence (repeated half). A head "
+              "spreading evenly over i keys scores 1/i. The jump: the step where a layer-1 "
+              "head's induction score first passes 0.5.");
+        std::string hs;  // "   h0   h1": a label over each head's column
+        for (std::size_t h = 0; h < H; ++h) hs += "   h" + std::to_string(h);
+        std::printf("%-30s%-*s   %s\n%30s%s |%s   %s |%s\n", "step  loss: first repeated",
+                    int(10 * H + 2), "previous-token, L0 | L1", "induction, L0 | L1", "",
+                    hs.c_str(), hs.c_str(), hs.c_str(), hs.c_str());
         using Frame = std::pair<std::string, std::vector<mha::Tensor4>>;  // weights [L]
         std::vector<Frame> frames{{"before training", mha::score_heads(m, test).weights}};
         std::vector<mha::HalfLosses> losses;  // every 10 steps
@@ -83,20 +98,28 @@ int main(int argc, char** argv) {
         const int column = 14 + int(lesson::sparkline_column(j, k, 56));  // under step j
         if (jump > 0)
             std::printf("%*s^ the jump, step %d\nFrom step %d to %d the repeated half's "
-                        "loss fell from %.2f to %.2f; the first half's:\n%.2f to %.2f.\n",
+                        "loss fell from %.2f to %.2f;\nthe first half's from %.2f to %.2f.\n",
                         column, "", jump, 10 * a + 10, 10 * b + 10, losses[a].repeated,
                         losses[b].repeated, losses[a].first, losses[b].first);
 
-        L.section("3. Every layer and head on test sequence 0");
+        L.section("3. The induction head on test sequence 0");
         for (std::size_t f = 0; f < frames.size(); ++f)  // a row of H heads per layer
             L.figure(frames[f].first, "21_heads_" + std::to_string(f),
                      lesson::layer_grids(frames[f].second, 0, tokens), false, "query",
                      "key", {}, H);
+        if (L.opt.svg_dir.empty())
+            L.say("Every layer and head before training, at the jump and at the end: run "
+                  "with --svg DIR.");
         L.explore_layers("induction heads forming (test sequence 0)", frames, tokens);
         const mha::Tensor4& w = end.weights[1];  // layer 1's [B, H, N, N]
         L.dump("layer0.weights.end", end.weights[0]), L.dump("layer1.weights.end", w);
         const std::size_t ind = mha::best_head(end.ind[1]);  // the induction head
         const std::size_t prev = mha::best_head(end.prev[0]);  // the previous-token head
+        L.picture("layer 1 head " + std::to_string(ind) + " at the end", "21_induction_head",
+                  lesson::grid_of(w, 0, ind, "").value, "query", "key", {}, false,
+                  {tokens, tokens});
+
+        L.section("4. Where the induction head looks");
         const std::vector<std::size_t> key = mha::top_keys(w, 0, ind);  // [N]
         std::printf("query       layer 1 head %zu weighs most   the answer\n", ind);
         for (std::size_t i = T + 1; i < N; ++i)  // the second half's queries
@@ -106,7 +129,7 @@ int main(int argc, char** argv) {
         L.say("Query i's token occurred at i - " + std::to_string(T) +
               "; the head weighs the key just after it, whose token is the answer.");
 
-        L.section("4. Evidence: the model without its heads");
+        L.section("5. Evidence: the model without its heads");
         std::printf("zeroed               loss: first repeated\n");
         mha::LanguageModel cut = m;  // without layer 1's heads of induction score >= 0.5
         std::string which;
@@ -119,10 +142,10 @@ int main(int argc, char** argv) {
                     cut = mha::without_head(cut, 1, h), which += " " + std::to_string(h);
             }
         const mha::HalfLosses none = mha::score_heads(cut, test).loss;
-        const std::string zeroed = "layer 1, heads" + which;
+        const std::string zeroed = which.empty() ? "layer 1, none" : "layer 1, heads" + which;
         std::printf("%-20s %11.3f %8.3f\n", zeroed.c_str(), none.first, none.repeated);
 
-        L.section("5. The same training with one layer");
+        L.section("6. The same training with one layer");
         c.layers = 1;
         mha::LanguageModel one = mha::make_language_model(c, L.opt.seed);
         data = mha::Rng(L.opt.seed + 1);
@@ -137,6 +160,9 @@ int main(int argc, char** argv) {
                     "induction scores%s\n", lesson::sparkline(repeated, 56).c_str(),
                     last.loss.first, last.loss.repeated,
                     fixed_list(last.ind[0], 2).c_str());
+        L.say("One layer still learns that the second half's tokens are ones seen before, "
+              "which narrows the guess from V - 1 tokens towards T, but not which comes "
+              "next: that needs a key holding its predecessor, put there by a layer before.");
 
         const double ratio = end.loss.repeated / end.loss.first;
         int rc = L.claim("two layers: the repeated half's loss ends at " +
@@ -148,9 +174,10 @@ int main(int argc, char** argv) {
                       + fixed(end.prev[0][prev], 2) + " >= 0.8 (first half)",
                       end.prev[0][prev] >= 0.8);
         rc |= L.claim("the jump: step " + std::to_string(jump), jump > 0);
-        rc |= L.claim("zeroing layer 1's induction heads: repeated half " +
-                      fixed(none.repeated / none.first, 2) +
-                      "x the first (at least 0.8x)",
+        rc |= L.claim(which.empty() ? "zeroing layer 1's induction heads: no head's "
+                      "induction score reached 0.5, none to zero" : "zeroing layer 1's "
+                      "induction heads: repeated half " + fixed(none.repeated / none.first,
+                      2) + "x the first (at least 0.8x)",
                       !which.empty() && none.repeated >= 0.8 * none.first);
         rc |= L.claim("one layer: the repeated half never below " + fixed(lowest, 2) +
                       "x the first half (at least 0.5x)", lowest >= 0.5);

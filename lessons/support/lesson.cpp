@@ -1071,6 +1071,7 @@ int run(int argc, char** argv, const Info& info,
             usage(info);
             return 0;
         }
+        if (info.flags_fit && !info.flags_fit(o).empty()) throw BadFlag(info.flags_fit(o));
         Lesson l(o, info);
         l.print_header();
         const int rc = body(l);

@@ -59,6 +59,9 @@ struct Info {
     // taken (so that scripts/lessons.sh can pass them to every lesson), change
     // nothing, and the header says so.
     bool fixed_sizes = false;
+    // Flags that are each in range but do not fit together (lesson 21's
+    // --vocab and --time): "" when they fit, else the one line to print.
+    std::function<std::string(const Options&)> flags_fit = nullptr;
 };
 
 /// Names for a grid's rows and columns, shown in place of their indices: the

@@ -228,7 +228,8 @@ TEST_CASE("head_patterns: weights that are not [T, T] for the T tokens are refus
 TEST_CASE("format_score: the share of lines of 5 or 7 between marks") {
     CHECK(mha::format_score(chars("白日依山盡，黃河入海流。\n")) == 1.0);
     CHECK(mha::format_score(chars("兩個黃鸝鳴翠柳，一行白鷺上青天。\n")) == 1.0);
-    CHECK(mha::format_score(poem(kPoem)) == doctest::Approx(0.75));  // "<poem>" joins line 1
+    CHECK(mha::format_score(poem(kPoem)) == 1.0);  // "<poem>" starts line 1, not part of it
+    CHECK(mha::format_score({"白", "日", "依", "山", "<poem>", "盡", "，"}) == 0.0);  // 1, not 5
     CHECK(mha::format_score(chars("白日依山，黃河入海流。\n")) == 0.5);  // 4 and 5
     CHECK(mha::format_score(chars("白日依山盡水，黃河入海流。")) == 0.5);  // 6 and 5
     CHECK(mha::format_score(chars("白日，黃河入海流水。")) == 0.0);  // 2 and 6

@@ -136,7 +136,7 @@ double format_score(const std::vector<std::string>& tokens) {
         if (is_mark(t)) {
             if (length > 0) right.add(length == 5 || length == 7 ? 1.0 : 0.0);
             length = 0;
-        } else if (t == "\n") {
+        } else if (t == "\n" || t == "<poem>") {
             length = 0;  // a piece without a mark is no line
         } else {
             ++length;

@@ -99,14 +99,11 @@ struct MarkLosses {
 MarkLosses mark_losses(const std::vector<double>& losses, const std::vector<std::string>& tokens);
 
 /// The share of the lines of @p tokens that are 5 or 7 characters long.
-/// The tokens are split at the marks and at "\n"; a *line* is a non-empty
+/// The tokens are split at the marks, "\n" and "<poem>"; a *line* is a non-empty
 /// piece that a mark ends. A piece that "\n" ends (no mark) and the piece
 /// after the last mark are not lines: a generation cut short should not count.
 /// @param tokens generated text, one token a character
 /// @return       in [0, 1]; NaN when there is no line
-/// @warning "<poem>" does not split: it counts as a character of the line
-/// it starts, so pass one poem's body, or tokens without "<poem>", to count
-/// the first line of each poem.
 double format_score(const std::vector<std::string>& tokens);
 
 /// Every run of n tokens of a text, hashed once, to ask whether a run of
