@@ -2,7 +2,8 @@
 //
 // T random tokens, then the same T again: the second half is predicted by copying (after
 // A comes what followed A before). Two layers learn it suddenly, a previous-token head in
-// layer 0 and an induction head in layer 1 (Olsson et al., 2022); one layer cannot.
+// layer 0 and an induction head in layer 1 (Olsson et al., 2022). Lesson 22 tests the
+// claim: the model without those heads, and one layer trained the same way.
 // B sequences, N = 2T + 1 positions, V tokens, E, H, 2 layers.
 #include <algorithm>
 #include <cstdio>
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
         const std::vector<std::string> answers = mha::token_letters(test.y, 0);  // [N]
         std::printf("x = %s\ny = %s\n", lesson::joined(tokens).c_str(),
                     lesson::joined(answers).c_str());
-        mha::ModelConfig c{V, N, E, H, std::size_t(L.opt.extra.at("--ff")) * E, 2};
+        const mha::ModelConfig c{V, N, E, H, std::size_t(L.opt.extra.at("--ff")) * E, 2};
         mha::LanguageModel m = mha::make_language_model(c, L.opt.seed);  // V,N,E,H,F,L
         const mha::ModelTrace t = mha::forward(m, test.x);
         L.step("logits = model(x)", "t.logits", t.logits, "B, N, V",
@@ -71,28 +72,21 @@ int main(int argc, char** argv) {
         std::printf("%-30s%-*s   %s\n%30s%s |%s   %s |%s\n", "step  loss: first repeated",
                     int(10 * H + 2), "previous-token, L0 | L1", "induction, L0 | L1", "",
                     hs.c_str(), hs.c_str(), hs.c_str(), hs.c_str());
-        using Frame = std::pair<std::string, std::vector<mha::Tensor4>>;  // weights [L]
-        std::vector<Frame> frames{{"before training", mha::score_heads(m, test).weights}};
-        std::vector<mha::HalfLosses> losses;  // every 10 steps
-        std::vector<double> repeated;         // their repeated halves, for the sparkline
-        mha::HeadScores end;
-        int jump = 0;  // the step where layer 1's best induction score first passes 0.5
+        mha::InductionLog log(m, test);  // the losses, the jump, the weights then
         // Adam on repeated_batch(B, T, V, data, 2); every 10 steps, the scores on test
         mha::train_on_repeats(m, lr, test, V, 2, data, [&](int step, const auto& s) {
-            losses.push_back(s.loss), repeated.push_back(s.loss.repeated), end = s;
-            if (jump == 0 && s.ind[1][mha::best_head(s.ind[1])] >= 0.5) {
-                jump = step;
-                frames.push_back({"at the jump, step " + std::to_string(step),
-                                  s.weights});
-            }
+            log.add(step, s);
             if (step % every != 0 && step != steps) return;
             std::printf("%4d  %11.3f %8.3f    %s |%s   %s |%s\n", step, s.loss.first,
                         s.loss.repeated, fixed_list(s.prev[0], 2).c_str(),
                         fixed_list(s.prev[1], 2).c_str(), fixed_list(s.ind[0], 2).c_str(),
                         fixed_list(s.ind[1], 2).c_str());
         });
-        frames.push_back({"the end, step " + std::to_string(steps), end.weights});
-        std::printf("repeated half %s\n", lesson::sparkline(repeated, 56).c_str());
+        const mha::HeadScores& end = log.last;
+        const std::vector<mha::HalfLosses>& losses = log.losses;
+        const int jump = log.jump;
+        log.frames.push_back({"the end, step " + std::to_string(steps), end.weights});
+        std::printf("repeated half %s\n", lesson::sparkline(log.repeated(), 56).c_str());
         const int k = int(losses.size()), j = std::max(jump / 10, 1) - 1;  // step 10j+10
         const int a = std::max(j - 3, 0), b = std::min(j + 3, k - 1);  // 30 steps around
         const int column = 14 + int(lesson::sparkline_column(j, k, 56));  // under step j
@@ -103,14 +97,14 @@ int main(int argc, char** argv) {
                         losses[b].repeated, losses[a].first, losses[b].first);
 
         L.section("3. The induction head on test sequence 0");
-        for (std::size_t f = 0; f < frames.size(); ++f)  // a row of H heads per layer
-            L.figure(frames[f].first, "21_heads_" + std::to_string(f),
-                     lesson::layer_grids(frames[f].second, 0, tokens), false, "query",
+        for (std::size_t f = 0; f < log.frames.size(); ++f)  // a row of H heads per layer
+            L.figure(log.frames[f].first, "21_heads_" + std::to_string(f),
+                     lesson::layer_grids(log.frames[f].second, 0, tokens), false, "query",
                      "key", {}, H);
         if (L.opt.svg_dir.empty())
             L.say("Every layer and head before training, at the jump and at the end: run "
                   "with --svg DIR.");
-        L.explore_layers("induction heads forming (test sequence 0)", frames, tokens);
+        L.explore_layers("induction heads forming (test sequence 0)", log.frames, tokens);
         const mha::Tensor4& w = end.weights[1];  // layer 1's [B, H, N, N]
         L.dump("layer0.weights.end", end.weights[0]), L.dump("layer1.weights.end", w);
         const std::size_t ind = mha::best_head(end.ind[1]);  // the induction head
@@ -127,42 +121,9 @@ int main(int argc, char** argv) {
                         tokens[i].c_str(), key[i], tokens[key[i]].c_str(),
                         w(0, ind, i, key[i]), answers[i].c_str());
         L.say("Query i's token occurred at i - " + std::to_string(T) +
-              "; the head weighs the key just after it, whose token is the answer.");
-
-        L.section("5. Evidence: the model without its heads");
-        std::printf("zeroed               loss: first repeated\n");
-        mha::LanguageModel cut = m;  // without layer 1's heads of induction score >= 0.5
-        std::string which;
-        for (std::size_t l = 0; l < 2; ++l)
-            for (std::size_t h = 0; h < H; ++h) {
-                const auto s = mha::score_heads(mha::without_head(m, l, h), test).loss;
-                std::printf("layer %zu head %zu %17.3f %8.3f\n", l, h, s.first,
-                            s.repeated);
-                if (l == 1 && end.ind[1][h] >= 0.5)
-                    cut = mha::without_head(cut, 1, h), which += " " + std::to_string(h);
-            }
-        const mha::HalfLosses none = mha::score_heads(cut, test).loss;
-        const std::string zeroed = which.empty() ? "layer 1, none" : "layer 1, heads" + which;
-        std::printf("%-20s %11.3f %8.3f\n", zeroed.c_str(), none.first, none.repeated);
-
-        L.section("6. The same training with one layer");
-        c.layers = 1;
-        mha::LanguageModel one = mha::make_language_model(c, L.opt.seed);
-        data = mha::Rng(L.opt.seed + 1);
-        double lowest = 1e9;  // the repeated half's loss over the first's, at its lowest
-        repeated.clear();
-        mha::HeadScores last;
-        mha::train_on_repeats(one, lr, test, V, 2, data, [&](int, const auto& s) {
-            lowest = std::min(lowest, s.loss.repeated / s.loss.first);
-            repeated.push_back(s.loss.repeated), last = s;
-        });
-        std::printf("repeated half %s\nthe end: loss first %.3f, repeated %.3f; "
-                    "induction scores%s\n", lesson::sparkline(repeated, 56).c_str(),
-                    last.loss.first, last.loss.repeated,
-                    fixed_list(last.ind[0], 2).c_str());
-        L.say("One layer still learns that the second half's tokens are ones seen before, "
-              "which narrows the guess from V - 1 tokens towards T, but not which comes "
-              "next: that needs a key holding its predecessor, put there by a layer before.");
+              "; the head weighs the key just after it, whose token is the answer. A "
+              "picture is not yet proof that this head does the copying: lesson 22 zeroes "
+              "it, and trains one layer the same way.");
 
         const double ratio = end.loss.repeated / end.loss.first;
         int rc = L.claim("two layers: the repeated half's loss ends at " +
@@ -174,13 +135,6 @@ int main(int argc, char** argv) {
                       + fixed(end.prev[0][prev], 2) + " >= 0.8 (first half)",
                       end.prev[0][prev] >= 0.8);
         rc |= L.claim("the jump: step " + std::to_string(jump), jump > 0);
-        rc |= L.claim(which.empty() ? "zeroing layer 1's induction heads: no head's "
-                      "induction score reached 0.5, none to zero" : "zeroing layer 1's "
-                      "induction heads: repeated half " + fixed(none.repeated / none.first,
-                      2) + "x the first (at least 0.8x)",
-                      !which.empty() && none.repeated >= 0.8 * none.first);
-        rc |= L.claim("one layer: the repeated half never below " + fixed(lowest, 2) +
-                      "x the first half (at least 0.5x)", lowest >= 0.5);
         return rc;
     });
 }

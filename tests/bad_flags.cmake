@@ -35,11 +35,12 @@ if(NAME STREQUAL "19_heads_learn")
                     "--lr inf|--lr takes a number, not 'inf'"
                     "--lr 0|--lr must be between 1e-06 and 1, not 0"
                     "--vocab 1|--vocab must be between 2 and 1000, not 1")
-elseif(NAME STREQUAL "21_induction_heads")
+elseif(NAME MATCHES "^2[12]_induction_")
   list(APPEND cases "--steps 9|--steps must be between 10 and 100000, not 9"
                     "--lr 2|--lr must be between 1e-06 and 1, not 2"
                     "--vocab 54|--vocab must be between 3 and 53, not 54"
-                    "--ff 0|--ff must be between 1 and 8, not 0")
+                    "--ff 0|--ff must be between 1 and 8, not 0"
+                    "--vocab 5|--vocab must be at least --time + 1 = 13")
 else()
   list(APPEND cases "--steps 10|unknown flag '--steps'")
 endif()

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -161,6 +162,30 @@ void train_on_repeats(LanguageModel& m, const LrSchedule& lr, const TokenBatch& 
         train_step(m, adam, batch, trace, 1.0);
         if (step % 10 == 0 || step == lr.total) report(step, score_heads(m, test));
     }
+}
+
+InductionLog::InductionLog(const LanguageModel& m, const TokenBatch& test)
+    : frames{{"before training", score_heads(m, test).weights}} {}
+
+bool InductionLog::add(int step, const HeadScores& s) {
+    steps.push_back(step), losses.push_back(s.loss), last = s;
+    const std::vector<double>& top = s.ind.back();  // the last layer's heads
+    if (jump != 0 || top.empty() || top[best_head(top)] < 0.5) return false;
+    jump = step;
+    frames.push_back({"at the jump, step " + std::to_string(step), s.weights});
+    return true;
+}
+
+std::vector<double> InductionLog::repeated() const {
+    std::vector<double> out;
+    for (const HalfLosses& h : losses) out.push_back(h.repeated);
+    return out;
+}
+
+double InductionLog::lowest_ratio() const {
+    double lowest = std::numeric_limits<double>::infinity();
+    for (const HalfLosses& h : losses) lowest = std::min(lowest, h.repeated / h.first);
+    return lowest;
 }
 
 std::size_t best_head(const std::vector<double>& scores) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mha/model/language_model.hpp"
@@ -157,6 +158,31 @@ LanguageModel without_head(const LanguageModel& m, std::size_t layer, std::size_
 void train_on_repeats(LanguageModel& m, const LrSchedule& lr, const TokenBatch& test,
                       std::size_t vocab, std::size_t n_min, Rng& data,
                       const std::function<void(int, const HeadScores&)>& report);
+
+/// What a run of train_on_repeats() showed, gathered from its reports: each
+/// half's loss at every report, the jump (the first report at which the last
+/// layer's best induction score reaches 0.5) and every layer's weights before
+/// training and at the jump: lessons 21 and 22 read their runs from it.
+struct InductionLog {
+    std::vector<int> steps;          ///< the reports' steps: 10, 20, ..., the last
+    std::vector<HalfLosses> losses;  ///< the losses at each
+    int jump = 0;                    ///< the step of the jump; 0 when there was none
+    /// (what, every layer's `[B, H, T, T]`): "before training", then "at the
+    /// jump, step s" when there is one; the caller may add the end's
+    std::vector<std::pair<std::string, std::vector<Tensor4>>> frames;
+    HeadScores last;                 ///< the last report: the model at the end
+    /// Starts the log with @p m's weights on @p test, before training.
+    /// @throws std::invalid_argument as score_heads().
+    InductionLog(const LanguageModel& m, const TokenBatch& test);
+    /// Records one report of train_on_repeats().
+    /// @return whether this report is the jump
+    bool add(int step, const HeadScores& s);
+    /// @return the repeated half's loss at each report
+    std::vector<double> repeated() const;
+    /// @return the lowest ratio of the repeated half's loss to the first's
+    ///         over the reports; +inf before any
+    double lowest_ratio() const;
+};
 
 /// The index of the highest of @p scores, the first one on a tie: the head
 /// that scores highest, given the H scores of one layer.
