@@ -222,6 +222,37 @@ TEST_CASE("score_heads: the half losses and both scores of every layer, from one
     }
 }
 
+TEST_CASE("InductionLog: the losses, the first report past 0.5 as the jump, its weights") {
+    const mha::LanguageModel m = mha::make_language_model(small(), 7);
+    mha::Rng test_rng(8);
+    const mha::TokenBatch test = mha::repeated_batch(2, 3, 7, test_rng);
+    mha::InductionLog log(m, test);
+    REQUIRE(log.frames.size() == 1);  // before training
+    CHECK(log.frames[0].second.size() == small().layers);
+    auto report = [](double first, double repeated, double best_last_layer) {
+        mha::HeadScores s;
+        s.loss = {first, repeated};
+        s.ind = {{0.9, 0.9}, {0.1, best_last_layer}};  // layer 0 high: only the last counts
+        s.weights = {mha::Tensor4({1, 2, 3, 3}, float(best_last_layer))};
+        return s;
+    };
+    CHECK_FALSE(log.add(10, report(2.0, 1.8, 0.49)));
+    CHECK(log.add(20, report(2.0, 1.0, 0.5)));  // the jump: 0.5 reached
+    CHECK_FALSE(log.add(30, report(2.0, 0.4, 0.9)));  // only the first counts
+    CHECK(log.jump == 20);
+    REQUIRE(log.frames.size() == 2);
+    CHECK(log.frames[1].first == "at the jump, step 20");
+    CHECK(log.frames[1].second[0](0, 0, 0, 0) == 0.5f);  // that report's weights
+    CHECK(log.steps == std::vector<int>{10, 20, 30});
+    CHECK(log.repeated() == std::vector<double>{1.8, 1.0, 0.4});
+    CHECK(log.lowest_ratio() == doctest::Approx(0.2));
+    CHECK(log.last.loss.repeated == 0.4);
+    mha::InductionLog none(m, test);
+    none.add(10, report(2.0, 1.9, 0.3));
+    CHECK(none.jump == 0);
+    CHECK(none.frames.size() == 1);
+}
+
 TEST_CASE("train_on_repeats: the loop written out, reporting every 10 steps and the last") {
     mha::LanguageModel m = mha::make_language_model(small(), 7), by_hand = m;
     mha::Rng test_rng(8);
