@@ -60,7 +60,7 @@ for lesson in ("05_softmax", "16_kv_cache", "19_heads_learn", "21_induction_head
 (site / "data.js").write_text("".join(data))
 
 opts = webdriver.ChromeOptions()
-for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,900"):
+for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1024,768"):
     opts.add_argument(a)
 opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
 browser = webdriver.Chrome(service=Service(DRIVER), options=opts)
