@@ -276,9 +276,12 @@ function tokenName(t) {
   return t === "\n" ? "\u21b5 (line end)" : t === "<unk>" ? "<unk> (unknown)" : t;
 }
 
-function describe(cell) {
-  const r = state.run, l = Number(cell.dataset.layer), h = Number(cell.dataset.head);
-  const i = Number(cell.dataset.row), j = Number(cell.dataset.col), T = r.ids.length;
+// What the cell under the mouse in canvas C holds (x, y: pixels from its corner).
+function describe(c, x, y) {
+  const r = state.run, l = Number(c.dataset.layer), h = Number(c.dataset.head);
+  const T = r.ids.length, size = Number(c.dataset.size);
+  const at = (px) => Math.max(0, Math.min(T - 1, Math.floor(px * T / Math.round(size * T))));
+  const i = at(y), j = at(x);  // the canvas is round(size T) pixels wide
   const name = (p) => `${p} ${r.tok.shown[p]}` + (r.tok.unknown.has(p) ? " (unknown: <unk>)" : "");
   const head = `layer ${l}, head ${h}\nquery ${name(i)}, key ${name(j)}\n`;
   if (j > i) return head + "masked: a later key (no weight, no score)";
@@ -292,17 +295,15 @@ function drawGrids() {
   if (!r) return;
   const T = r.ids.length, f = state.focus;
   const shown = f ? [[f.l, f.h]] : [...Array(L).keys()].flatMap((l) => [...Array(H).keys()].map((h) => [l, h]));
-  const perRow = f ? 1 : H, size = fitCell(box, shown.length, perRow, T, T);
+  const perRow = f ? 1 : H, size = fitCell(box, shown.length, perRow, T, T, true);
   shown.forEach(([l, h], n) => {
     if (n > 0 && n % perRow === 0) box.appendChild(el("div", "layer-break"));
-    box.appendChild(makePanel({
+    const panel = makePanel({
       title: `layer ${l}, head ${h}` + (f ? " (click: every head)" : ""),
       rows: T, cols: T, rowLabels: r.tok.shown, colLabels: r.tok.shown, size, unknown: r.tok.unknown,
-      cell: (i, j, c) => {
-        Object.assign(c.dataset, { layer: l, head: h, row: i, col: j });
-        if (j > i) c.classList.add("masked");
-        else c.style.background = viridis(r.weights[l][(h * T + i) * T + j]);
-      } }));
+      value: (i, j) => (j > i ? null : r.weights[l][(h * T + i) * T + j]) });
+    Object.assign(panel.querySelector("canvas").dataset, { layer: l, head: h, size });
+    box.appendChild(panel);
   });
   $("scale").replaceChildren(colourBar(1, "weight, every grid (query \u2193, key \u2192)"));
 }
@@ -359,7 +360,16 @@ function status(text, refused) {
   $("status").className = refused ? "status refused" : "status";
 }
 
+// Typing runs update() once the keys pause (a burst of keys, one forward):
+// at T = 64 a forward and 16 redrawn grids take a good part of a second.
+let pending = null;
+function later() {
+  clearTimeout(pending);
+  pending = setTimeout(update, 60);
+}
+
 function update() {
+  window.poemText = null;
   const m = state.model, c = m.config, tok = tokenise(m, $("text").value);
   const T = tok.ids.length;
   if (T > c.t_max) {  // pos_emb has t_max rows: past them there is no model, only garbage
@@ -367,6 +377,7 @@ function update() {
     status(`${T} tokens (<poem> and ${T - 1} characters): longer than the model's ` +
            `T_max = ${c.t_max}; shorten the text to ${c.t_max - 1} characters`, true);
     drawGrids(); $("top5").replaceChildren(); $("scores").replaceChildren();
+    window.poemText = $("text").value;
     return;
   }
   const out = forward(m, tok.ids);
@@ -380,6 +391,7 @@ function update() {
                         weights: out.weights.map((a) => Array.from(a)),
                         scores: out.scores.map((a) => Array.from(a, (v) => (v === -Infinity ? null : v))),
                         top5: state.run.top5, headScores: state.run.headScores };
+  window.poemText = $("text").value;  // what poemResult is of (the test waits for it)
 }
 
 try {
@@ -391,12 +403,14 @@ try {
 if (state.model) {
   const want = new URLSearchParams(location.search).get("text");
   if (want !== null) $("text").value = want;
-  $("text").addEventListener("input", () => { state.focus = null; update(); });
-  $("grids").addEventListener("mouseover", (e) => {
-    if (e.target.classList.contains("cell") && state.run) $("info").textContent = describe(e.target);
+  $("text").addEventListener("input", () => { state.focus = null; later(); });
+  $("grids").addEventListener("mousemove", (e) => {
+    if (e.target.classList.contains("heat") && state.run) {
+      $("info").textContent = describe(e.target, e.offsetX, e.offsetY);
+    }
   });
   $("grids").addEventListener("click", (e) => {
-    if (!e.target.classList.contains("cell")) return;
+    if (!e.target.classList.contains("heat")) return;
     const d = e.target.dataset;
     state.focus = state.focus ? null : { l: Number(d.layer), h: Number(d.head) };
     drawGrids();

@@ -37,6 +37,7 @@ try:
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 except ImportError as e:
     print(f"skipped: needs python3-selenium and python3-numpy ({e})")
     sys.exit(77)
@@ -100,6 +101,9 @@ def type_text(text):
     box = browser.find_element(By.ID, "text")
     box.clear()
     box.send_keys(text)  # a real keyboard's input events
+    value = box.get_attribute("value")
+    WebDriverWait(browser, 30).until(
+        lambda b: b.execute_script("return window.poemText") == value)
     return browser.execute_script("return window.poemResult")
 
 
@@ -195,16 +199,21 @@ try:
             unknown = browser.find_elements(By.CSS_SELECTOR, ".ticks.x .tick.unknown")
             check(f"the unknown character is named ({status!r}) and its labels marked",
                   "\u9f98" in status and "<unk>" in status and len(unknown) == L * H)
-        if n == 2:  # <script>, typed
-            labels = "".join(t.text for t in browser.find_elements(By.CSS_SELECTOR, ".ticks.x .tick")[:T])
+        if n == 2:  # <script>, typed; one grid enlarged, so that every label is drawn
+            browser.find_element(By.CSS_SELECTOR, "canvas.heat").click()
+            labels = "".join(t.text for t in browser.find_elements(By.CSS_SELECTOR, ".ticks.x .tick"))
             check(f"'<script>' is drawn as text ({labels!r}), no script added",
                   labels.replace("\u25b8", "") == "<script>" and
                   len(browser.find_elements(By.TAG_NAME, "script")) == 3)
+            browser.find_element(By.CSS_SELECTOR, "canvas.heat").click()
         if n == 3:  # T_max tokens: the longest that runs
             last = (T - 1, T - 2)
-            cell = browser.find_element(By.CSS_SELECTOR, f'.cell[data-layer="{L - 1}"]'
-                                        f'[data-head="{H - 1}"][data-row="{last[0]}"][data-col="{last[1]}"]')
-            ActionChains(browser).move_to_element(cell).perform()
+            cell = browser.find_element(By.CSS_SELECTOR, f'canvas[data-layer="{L - 1}"]'
+                                        f'[data-head="{H - 1}"]')
+            px = cell.size["width"] / T  # a cell's pixels
+            ActionChains(browser).move_to_element_with_offset(  # from the canvas's centre
+                cell, int((last[1] + 0.5) * px - cell.size["width"] / 2),
+                int((last[0] + 0.5) * px - cell.size["height"] / 2)).perform()
             info = browser.find_element(By.ID, "info").text
             w = np.load(out / f"layer{L - 1}.weights.npy")[0, H - 1]
             check(f"hover shows query, key, weight and score ({info!r})",
@@ -229,8 +238,7 @@ try:
             # a click enlarges one grid with its tokens as labels; a second click goes back
             cell.click()
             panels = browser.find_elements(By.CSS_SELECTOR, ".panel")
-            cell = browser.find_element(By.CSS_SELECTOR, ".cell")
-            cell.click()
+            browser.find_element(By.CSS_SELECTOR, "canvas.heat").click()
             check(f"a click shows that one grid ({len(panels)} panel), a second all "
                   f"{len(browser.find_elements(By.CSS_SELECTOR, '.panel'))}",
                   len(panels) == 1 and len(browser.find_elements(By.CSS_SELECTOR, ".panel")) == L * H)
@@ -242,7 +250,7 @@ try:
     status = browser.find_element(By.ID, "status")
     check(f"{T_max} characters: '{status.text}', nothing drawn",
           r is None and f"longer than the model's T_max = {T_max}" in status.text and
-          status.is_displayed() and not browser.find_elements(By.CSS_SELECTOR, ".cell"))
+          status.is_displayed() and not browser.find_elements(By.CSS_SELECTOR, "canvas.heat"))
     r = type_text('<img src=x onerror="document.title=1">')
     check("typed HTML is never run (no img element, title unchanged)",
           not browser.find_elements(By.TAG_NAME, "img") and browser.title != "1")
@@ -268,7 +276,7 @@ try:
         errors = severe()
         check(f"a {name} model: '{status.text}', no console error",
               says[name] in status.text and status.is_displayed() and not errors and
-              not browser.find_elements(By.CSS_SELECTOR, ".cell"))
+              not browser.find_elements(By.CSS_SELECTOR, "canvas.heat"))
     if "--screenshot" in flags:
         browser.get(page + "?text=" + "床前明月光，疑是地上霜。")
         browser.save_screenshot(flags["--screenshot"])
