@@ -139,9 +139,12 @@ def tang_scores(s, w):
             for k, v in targets.items()}
 
 
-def same(a, b):
-    return (math.isnan(a) and (b is None or math.isnan(b))) or \
-        (b is not None and not math.isnan(a) and abs(a - b) <= LIMIT)
+def score_diff(a, b):
+    """|a - b| for a score a (NaN: no target) and the page's b (None: NaN)."""
+    b = float("nan") if b is None else b
+    if math.isnan(a) or math.isnan(b):
+        return 0.0 if math.isnan(a) and math.isnan(b) else float("inf")
+    return abs(a - b)
 
 
 worst_logits = worst_weights = worst_scores = 0.0
@@ -184,10 +187,7 @@ try:
                 want = tang_scores(tokens, w[h])
                 got = r["headScores"][layer * H + h]
                 for k, v in want.items():
-                    if not same(v, got[k]):
-                        e_scores = max(e_scores, float("inf"))
-                    elif not math.isnan(v):
-                        e_scores = max(e_scores, abs(v - got[k]))
+                    e_scores = max(e_scores, score_diff(v, got[k]))
         worst_logits, worst_weights = max(worst_logits, e_logits), max(worst_weights, e_weights)
         worst_scores = max(worst_scores, e_scores)
         check(f"{text!r} ({T} tokens): logits {e_logits:.1e}, {L} layers' weights "
