@@ -59,13 +59,11 @@ const char* const kUsage = R"(usage: mha_forward --weights DIR --num-heads H --q
                     nn.TransformerEncoderLayer(norm_first=True, "gelu")'s
   --num-heads H   heads; H must divide E
   --query Q.npy   [B, Tq, E], batch first, float32 (or float64)
-  --key K.npy     [B, Tk, E], with --value, for cross-attention
-  --value V.npy   [B, Tk, E]
+  --key K.npy --value V.npy  [B, Tk, E] each, for cross-attention
   --out DIR       gets output.npy [B, Tq, E], attn_weights.npy [B, H, Tq, Tk]
   --model DIR     a language model's (tok_emb, pos_emb, layers.{i}., norm, head)
   --tokens IDS.npy  its input, int64 [B, T], T <= T_max: logits.npy [B, T, V]
-  --layer-weights   with --model: also layer{i}.weights.npy [B, H, T, T], each
-                    layer's attention weights (the explorer's test reads them)
+  --layer-weights   and each layer's attention weights: layer{i}.weights.npy [B, H, T, T]
 masks, PyTorch's polarity (True = may not attend):
   --attn-mask M.npy         bool [Tq, Tk] or [B*H, Tq, Tk]; or float, added
   --key-padding-mask P.npy  bool [B, Tk], True = ignore that key
