@@ -59,7 +59,9 @@ function crc32(bytes) {
 // The model from window.MHA_MODEL, or an Error whose message is the one line
 // the page shows: a blob that is cut, altered or does not fit config is refused.
 function loadModel(m) {
-  if (m === undefined) throw new Error("no model: model.js is missing next to this page");
+  if (m === undefined) {
+    throw new Error("no model: model.js is missing next to this page, or cut short (it set no model)");
+  }
   if (m === null) {
     throw new Error("No model was packaged: data/tang/ was not there when these pages were " +
                     "built (build the docs again once it is)");

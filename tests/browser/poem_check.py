@@ -17,8 +17,9 @@ through a softmax, its head scores (previous, partner, last_mark, start) are
 this script's own reading of tang_spec.md within 1e-4, and hovering a cell
 shows its weight; typed HTML is shown as text, never run; T_max characters
 say "longer than" and draw nothing; the page fits the window; its erf is
-math.erf within 1e-11; a cut, an altered and a missing model are each refused
-with a visible line. Prints the largest differences measured.
+math.erf within 1e-11; a cut, an altered and a missing model, and a model.js
+cut mid-way, are each refused with a visible line; docs/pack_model.py refuses a
+missing or spoilt file with one line, exit 2. Prints the largest differences measured.
 Exit 0 when all hold, 1 when one does not, 77 (skipped) without selenium,
 chromium or numpy.
 """
@@ -147,6 +148,23 @@ def score_diff(a, b):
     return abs(a - b)
 
 
+# the packer's bad input: one line naming the file, exit 2
+for what, spoil, says in [
+        ("a file missing", lambda d: (d / "head.bias.npy").unlink(), "head.bias.npy: missing"),
+        ("a file of other bytes",
+         lambda d: (d / "norm.bias.npy").write_bytes(b"\x93NUMPY\x01\x00\x08\x00garbage!"),
+         "norm.bias.npy: its header is not a .npy header"),
+        ("vocab.json too short", lambda d: (d / "vocab.json").write_text('["<unk>"]'),
+         "vocab.json: not a list of")]:
+    spoilt = work / "spoilt"
+    shutil.rmtree(spoilt, ignore_errors=True)
+    shutil.copytree(model_dir, spoilt)
+    spoil(spoilt)
+    p = subprocess.run([sys.executable, str(root / "docs" / "pack_model.py"), str(spoilt),
+                        str(work / "spoilt.js")], capture_output=True, text=True)
+    check(f"pack_model.py with {what}: exit {p.returncode}, {p.stderr.strip()!r}",
+          p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1)
+
 worst_logits = worst_weights = worst_scores = 0.0
 try:
     page = (site / "poem.html").as_uri()
@@ -260,22 +278,27 @@ try:
     # model.js from outside: cut, altered, or no model at all: one visible line, no blank page
     good = (site / "model.js").read_text(encoding="utf-8")
     blob = re.search(r'"blob": "([^"]*)"', good)
-    cases = {
-        "cut": good[:blob.start(1)] + blob.group(1)[:-400] + good[blob.end(1):],
-        "altered": good[:blob.start(1)] + blob.group(1)[:100] +
-                   ("A" if blob.group(1)[100] != "A" else "B") + good[blob.start(1) + 101:],
-        "none": "window.MHA_MODEL = null;\n",
-    }
-    says = {"cut": "refused", "altered": "refused", "none": "No model was packaged"}
-    for name, text in cases.items():
-        bad = work / name
+    cases = [  # (what, model.js, the line the page must show)
+        ("its blob cut by 400 characters",
+         good[:blob.start(1)] + blob.group(1)[:-400] + good[blob.end(1):], "refused"),
+        ("one character of its blob changed",
+         good[:blob.start(1)] + blob.group(1)[:100] +
+         ("A" if blob.group(1)[100] != "A" else "B") + good[blob.start(1) + 101:], "refused"),
+        ("no model packaged", "window.MHA_MODEL = null;\n", "No model was packaged"),
+        ("the file cut mid-way", good[:len(good) // 2],
+         "model.js is missing next to this page, or cut short"),
+    ]
+    for k, (what, text, says) in enumerate(cases):
+        bad = work / f"bad{k}"
         shutil.copytree(site, bad)
         (bad / "model.js").write_text(text, encoding="utf-8")
         browser.get((bad / "poem.html").as_uri())
         status = browser.find_element(By.ID, "status")
         errors = severe()
-        check(f"a {name} model: '{status.text}', no console error",
-              says[name] in status.text and status.is_displayed() and not errors and
+        if what == "the file cut mid-way":  # the browser's own SyntaxError in model.js: that one only
+            errors = [e for e in errors if "model.js" not in e["message"]]
+        check(f"model.js with {what}: '{status.text}', no console error from the page",
+              says in status.text and status.is_displayed() and not errors and
               not browser.find_elements(By.CSS_SELECTOR, "canvas.heat"))
     if "--screenshot" in flags:
         browser.get(page + "?text=" + "床前明月光，疑是地上霜。")
