@@ -118,7 +118,8 @@ def main():
              "bytes": len(blob), "crc32": zlib.crc32(blob),
              "blob": base64.b64encode(bytes(blob)).decode("ascii")}
     # the page checks every shape against config; here only the files are read
-    out.write_text("// The model the explorer's poem page runs, packed by docs/pack_model.py from " +
+    out.write_text("// The model the explorer's poem page runs, packed by docs/pack_model.py "
+                   "from " +
                    json.dumps(name) + ".\nwindow.MHA_MODEL = " +
                    json.dumps(model, ensure_ascii=False) + ";\n", encoding="utf-8")
     print(f"pack_model: {out}: {len(tensors)} tensors, {len(blob)} bytes from {src}")

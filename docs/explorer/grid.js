@@ -59,7 +59,8 @@ function makePanel(o) {
     const box = el("div", `ticks ${axis}${gap ? "" : " flush"}`);
     box.style.fontSize = `${plan.font}px`;
     const n = labels.length, track = `repeat(${n}, ${gap ? o.size : Math.round(o.size * n) / n}px)`;
-    if (axis === "x") box.style.gridTemplateColumns = track; else box.style.gridTemplateRows = track;
+    if (axis === "x") box.style.gridTemplateColumns = track;
+    else box.style.gridTemplateRows = track;
     labels.forEach((t, k) => {
       const tick = el("div", "tick", k % step === 0 ? t : "");
       if (o.unknown && o.unknown.has(k)) tick.classList.add("unknown");
@@ -133,9 +134,9 @@ function colourBar(top, caption) {
 }
 
 // The largest cell (whole pixels from 3 to 40 with the 1-pixel gap of a div
-// grid; unless GAPLESS, for a canvas: any size from 1 to 40) at which PANELS panels of ROWS x COLS, laid out PER_ROW to
-// a row, fit into BOX's width and the window's height below BOX's top (with
-// room for titles and labels).
+// grid; if GAPLESS, for a canvas, any size from 1 to 40) at which PANELS
+// panels of ROWS x COLS, laid out PER_ROW to a row, fit into BOX's width and
+// the window's height below BOX's top (with room for titles and labels).
 function fitCell(box, panels, perRow, rows, cols, gapless = false) {
   const width = box.clientWidth || 600;
   const height = window.innerHeight - box.getBoundingClientRect().top - 12;

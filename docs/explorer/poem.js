@@ -60,7 +60,8 @@ function crc32(bytes) {
 // the page shows: a blob that is cut, altered or does not fit config is refused.
 function loadModel(m) {
   if (m === undefined) {
-    throw new Error("no model: model.js is missing next to this page, or cut short (it set no model)");
+    throw new Error("no model: model.js is missing next to this page, or cut short " +
+                    "(it set no model)");
   }
   if (m === null) {
     throw new Error("No model was packaged: data/tang/ was not there when these pages were " +
@@ -69,21 +70,28 @@ function loadModel(m) {
   if (typeof m !== "object" || m.format !== 1) throw new Error("model.js is not format 1");
   const c = m.config || {};
   for (const k of ["vocab", "t_max", "embed_dim", "num_heads", "ff_dim", "num_layers"]) {
-    if (!Number.isInteger(c[k]) || c[k] < 1 || c[k] > 1e6) throw new Error(`config's ${k} is not a size`);
+    if (!Number.isInteger(c[k]) || c[k] < 1 || c[k] > 1e6) {
+      throw new Error(`config's ${k} is not a size`);
+    }
   }
-  if (c.embed_dim % c.num_heads !== 0) throw new Error(`H = ${c.num_heads} does not divide E = ${c.embed_dim}`);
-  if (!Array.isArray(m.vocab) || m.vocab.length !== c.vocab || !m.vocab.every((t) => typeof t === "string")) {
+  if (c.embed_dim % c.num_heads !== 0) {
+    throw new Error(`H = ${c.num_heads} does not divide E = ${c.embed_dim}`);
+  }
+  if (!Array.isArray(m.vocab) || m.vocab.length !== c.vocab ||
+      !m.vocab.every((t) => typeof t === "string")) {
     throw new Error(`vocab is not a list of ${c.vocab} strings (config's vocab)`);
   }
   const want = expectedShapes(c), names = Object.keys(want);
   if (!Array.isArray(m.tensors) || m.tensors.length !== names.length) {
-    throw new Error(`the manifest lists ${Array.isArray(m.tensors) ? m.tensors.length : "no"} tensors, ` +
+    const n = Array.isArray(m.tensors) ? m.tensors.length : "no";
+    throw new Error(`the manifest lists ${n} tensors, ` +
                     `not the ${names.length} of ${c.num_layers} layers`);
   }
   let need = 0;
   for (const [k, t] of m.tensors.entries()) {
     if (!t || t.name !== names[k] || String(t.shape) !== String(want[names[k]])) {
-      throw new Error(`tensor ${k} is ${t && t.name} [${t && t.shape}], not ${names[k]} [${want[names[k]]}]`);
+      throw new Error(`tensor ${k} is ${t && t.name} [${t && t.shape}], ` +
+                      `not ${names[k]} [${want[names[k]]}]`);
     }
     need += 4 * want[names[k]].reduce((a, b) => a * b, 1);
   }
@@ -97,7 +105,9 @@ function loadModel(m) {
   }
   const bytes = new Uint8Array(need);
   for (let i = 0; i < need; ++i) bytes[i] = text.charCodeAt(i);
-  if (crc32(bytes) !== m.crc32) throw new Error("the weights blob's CRC-32 is not the manifest's: refused");
+  if (crc32(bytes) !== m.crc32) {
+    throw new Error("the weights blob's CRC-32 is not the manifest's: refused");
+  }
   const all = new Float32Array(bytes.buffer);  // little-endian, as every browser's typed arrays
   for (let i = 0; i < all.length; ++i) {
     if (!Number.isFinite(all[i])) throw new Error(`weight ${i} is not a finite number: refused`);
@@ -188,7 +198,9 @@ function forward(model, ids) {
   const w = model.w, T = ids.length, D = E / H;
   let x = new Float64Array(T * E);  // tok_emb(ids) + pos_emb(0..T-1)
   for (let t = 0; t < T; ++t) {
-    for (let e = 0; e < E; ++e) x[t * E + e] = w["tok_emb.weight"][ids[t] * E + e] + w["pos_emb.weight"][t * E + e];
+    for (let e = 0; e < E; ++e) {
+      x[t * E + e] = w["tok_emb.weight"][ids[t] * E + e] + w["pos_emb.weight"][t * E + e];
+    }
   }
   const weights = [], scores = [];
   for (let l = 0; l < L; ++l) {
@@ -296,13 +308,15 @@ function drawGrids() {
   box.replaceChildren();
   if (!r) return;
   const T = r.ids.length, f = state.focus;
-  const shown = f ? [[f.l, f.h]] : [...Array(L).keys()].flatMap((l) => [...Array(H).keys()].map((h) => [l, h]));
+  const all = [...Array(L).keys()].flatMap((l) => [...Array(H).keys()].map((h) => [l, h]));
+  const shown = f ? [[f.l, f.h]] : all;
   const perRow = f ? 1 : H, size = fitCell(box, shown.length, perRow, T, T, true);
   shown.forEach(([l, h], n) => {
     if (n > 0 && n % perRow === 0) box.appendChild(el("div", "layer-break"));
     const panel = makePanel({
       title: `layer ${l}, head ${h}` + (f ? " (click: every head)" : ""),
-      rows: T, cols: T, rowLabels: r.tok.shown, colLabels: r.tok.shown, size, unknown: r.tok.unknown,
+      rows: T, cols: T, rowLabels: r.tok.shown, colLabels: r.tok.shown, size,
+      unknown: r.tok.unknown,
       value: (i, j) => (j > i ? null : r.weights[l][(h * T + i) * T + j]) });
     Object.assign(panel.querySelector("canvas").dataset, { layer: l, head: h, size });
     box.appendChild(panel);
@@ -342,7 +356,8 @@ function drawScores() {
   const table = el("table", "scores"), header = el("tr");
   for (const k of ["", ...kinds]) header.appendChild(el("th", "", k));
   table.appendChild(header);
-  const best = kinds.map((k) => Math.max(...r.headScores.map((x) => (Number.isNaN(x[k]) ? -1 : x[k]))));
+  const best = kinds.map((k) =>
+    Math.max(...r.headScores.map((x) => (Number.isNaN(x[k]) ? -1 : x[k]))));
   for (const x of r.headScores) {
     const tr = el("tr");
     tr.appendChild(el("th", "", `L${x.layer} H${x.head}`));  // layer, head
@@ -386,12 +401,14 @@ function update() {
   state.run = { tok, ids: tok.ids, ...out };
   const unknown = [...tok.unknown].map((p) => tok.typed[p]);
   status(`${T} tokens of at most ${c.t_max} (\u25b8 = <poem>, \u21b5 = line end)` +
-         (unknown.length ? `; unknown to the model, read as <unk>: ${unknown.join(" ")}` : ""), false);
+         (unknown.length ? `; unknown to the model, read as <unk>: ${unknown.join(" ")}` : ""),
+         false);
   drawGrids(); drawTop5(); drawScores();
   // for the browser test: what was computed, as plain arrays
   window.poemResult = { ids: tok.ids, logits: Array.from(out.logits),
                         weights: out.weights.map((a) => Array.from(a)),
-                        scores: out.scores.map((a) => Array.from(a, (v) => (v === -Infinity ? null : v))),
+                        scores: out.scores.map((a) =>
+                          Array.from(a, (v) => (v === -Infinity ? null : v))),
                         top5: state.run.top5, headScores: state.run.headScores };
   window.poemText = $("text").value;  // what poemResult is of (the test waits for it)
 }

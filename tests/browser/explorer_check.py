@@ -15,8 +15,9 @@ matches the dump; lesson 21's data is a grid of layers x heads whose last frame'
 hover shows layer1.weights.end.npy[0, h, i, j] with the tokens; bad data files (a frame of the wrong length, masks not 0/1,
 a name holding HTML, not an object, no data.js) are left out with a line
 saying why, names shown as text; in a 1024 x 768 window every dataset fits
-without scrolling, each grid with tick labels and the page a colour bar. With --screenshot it saves a picture of the page (the
-docs build's). Exit 0 when all hold, 1 when one does not, 77 (skipped)
+without scrolling, each grid with tick labels and the page a colour bar.
+With --screenshot it saves a picture of the page (the docs build's).
+Exit 0 when all hold, 1 when one does not, 77 (skipped)
 without selenium, chromium or numpy.
 """
 import json

@@ -37,7 +37,8 @@ seed = int(opts.get("--seed", 34))
 rng = np.random.default_rng(seed)
 
 # 50 tokens: the two names, the line end, four marks, 43 characters of 静夜思 and 春晓 and more
-chars = "床前明月光疑是地上霜举头望低思故乡春眠不觉晓处闻啼鸟夜来风雨声花落知多少白日依山尽黄河入海流"
+chars = ("床前明月光疑是地上霜举头望低思故乡春眠不觉晓处闻啼鸟"
+         "夜来风雨声花落知多少白日依山尽黄河入海流")
 vocab = ["<unk>", "<poem>", "\n", "，", "。", "？", "！"] + list(dict.fromkeys(chars))[:43]
 V, T_max, E, H, F, L = [int(n) for n in opts.get("--sizes", "50,16,16,2,32,2").split(",")]
 extra = (chr(c) for c in range(0x4E00, 0xA000) if chr(c) not in vocab)
@@ -54,7 +55,8 @@ save("tok_emb.weight", (V, E), 1.0)
 save("pos_emb.weight", (T_max, E), 1.0)
 for i in range(L):
     p = f"layers.{i}."
-    save(p + "self_attn.in_proj_weight", (3 * E, E), 0.45 * (16 / E) ** 0.75)  # scores of std ~2: peaked heads
+    # scores of std ~2: peaked heads
+    save(p + "self_attn.in_proj_weight", (3 * E, E), 0.45 * (16 / E) ** 0.75)
     save(p + "self_attn.in_proj_bias", (3 * E,), 0.1)
     save(p + "self_attn.out_proj.weight", (E, E), 0.25)
     save(p + "self_attn.out_proj.bias", (E,), 0.1)

@@ -219,7 +219,8 @@ try:
                   "\u9f98" in status and "<unk>" in status and len(unknown) == L * H)
         if n == 2:  # <script>, typed; one grid enlarged, so that every label is drawn
             browser.find_element(By.CSS_SELECTOR, "canvas.heat").click()
-            labels = "".join(t.text for t in browser.find_elements(By.CSS_SELECTOR, ".ticks.x .tick"))
+            labels = "".join(t.text for t in
+                             browser.find_elements(By.CSS_SELECTOR, ".ticks.x .tick"))
             check(f"'<script>' is drawn as text ({labels!r}), no script added",
                   labels.replace("\u25b8", "") == "<script>" and
                   len(browser.find_elements(By.TAG_NAME, "script")) == 3)
@@ -259,7 +260,8 @@ try:
             browser.find_element(By.CSS_SELECTOR, "canvas.heat").click()
             check(f"a click shows that one grid ({len(panels)} panel), a second all "
                   f"{len(browser.find_elements(By.CSS_SELECTOR, '.panel'))}",
-                  len(panels) == 1 and len(browser.find_elements(By.CSS_SELECTOR, ".panel")) == L * H)
+                  len(panels) == 1 and
+                  len(browser.find_elements(By.CSS_SELECTOR, ".panel")) == L * H)
     check(f"largest differences: logits {worst_logits:.1e}, weights {worst_weights:.1e}, "
           f"head scores {worst_scores:.1e} (limit {LIMIT:g})",
           max(worst_logits, worst_weights, worst_scores) <= LIMIT)
@@ -295,7 +297,7 @@ try:
         browser.get((bad / "poem.html").as_uri())
         status = browser.find_element(By.ID, "status")
         errors = severe()
-        if what == "the file cut mid-way":  # the browser's own SyntaxError in model.js: that one only
+        if what == "the file cut mid-way":  # the browser's SyntaxError in model.js, only that
             errors = [e for e in errors if "model.js" not in e["message"]]
         check(f"model.js with {what}: '{status.text}', no console error from the page",
               says in status.text and status.is_displayed() and not errors and
