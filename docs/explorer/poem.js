@@ -400,7 +400,7 @@ function update() {
   const out = forward(m, tok.ids);
   state.run = { tok, ids: tok.ids, ...out };
   const unknown = [...tok.unknown].map((p) => tok.typed[p]);
-  status(`${T} tokens of at most ${c.t_max} (\u25b8 = <poem>, \u21b5 = line end)` +
+  status(`${T} token${T === 1 ? "" : "s"} of at most ${c.t_max} (\u25b8 = <poem>, \u21b5 = line end)` +
          (unknown.length ? `; unknown to the model, read as <unk>: ${unknown.join(" ")}` : ""),
          false);
   drawGrids(); drawTop5(); drawScores();
