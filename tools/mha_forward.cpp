@@ -15,13 +15,14 @@
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
 //
 //   mha_forward --block --weights DIR --num-heads H --query X.npy --out DIR
-//   mha_forward --model DIR --num-heads H --tokens IDS.npy --out DIR
+//   mha_forward --model DIR --num-heads H --tokens IDS.npy --out DIR [--layer-weights]
 //
 // run a pre-norm Transformer block (nn.TransformerEncoderLayer with
 // norm_first) on X, or a language model of such blocks on token ids, from
 // state_dicts under PyTorch's names (io/model_io.hpp): OUT/output.npy
 // [B, T, E] or OUT/logits.npy [B, T, V], and with --grad-output every
-// parameter's gradient.
+// parameter's gradient. With --layer-weights the model also writes each
+// layer's attention weights, OUT/layer{i}.weights.npy [B, H, T, T].
 // Bad input: one line on stderr naming the file and the shapes, exit 2.
 #include <unistd.h>
 
@@ -58,11 +59,11 @@ const char* const kUsage = R"(usage: mha_forward --weights DIR --num-heads H --q
                     nn.TransformerEncoderLayer(norm_first=True, "gelu")'s
   --num-heads H   heads; H must divide E
   --query Q.npy   [B, Tq, E], batch first, float32 (or float64)
-  --key K.npy     [B, Tk, E], with --value, for cross-attention
-  --value V.npy   [B, Tk, E]
+  --key K.npy --value V.npy  [B, Tk, E] each, for cross-attention
   --out DIR       gets output.npy [B, Tq, E], attn_weights.npy [B, H, Tq, Tk]
   --model DIR     a language model's (tok_emb, pos_emb, layers.{i}., norm, head)
   --tokens IDS.npy  its input, int64 [B, T], T <= T_max: logits.npy [B, T, V]
+  --layer-weights   and each layer's attention weights: layer{i}.weights.npy [B, H, T, T]
 masks, PyTorch's polarity (True = may not attend):
   --attn-mask M.npy         bool [Tq, Tk] or [B*H, Tq, Tk]; or float, added
   --key-padding-mask P.npy  bool [B, Tk], True = ignore that key
@@ -87,7 +88,8 @@ const char* const kValued[] = {"--weights", "--num-heads", "--query", "--key", "
                                "--attn-mask", "--key-padding-mask", "--keep-mask",
                                "--fill", "--out", "--num-kv-heads", "--grad-output",
                                "--model", "--tokens"};
-const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental", "--block"};
+const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental", "--block",
+                                 "--layer-weights"};
 
 // What the block and the model take besides their inputs; anything else
 // given with them makes no sense there.
@@ -117,6 +119,8 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
         throw Bad("--block and --model are two programs: give one of them");
     if (args.count("--tokens") && !args.count("--model"))
         throw Bad("--tokens goes with --model DIR (a language model's input)");
+    if (args.count("--layer-weights") && !args.count("--model"))
+        throw Bad("--layer-weights goes with --model DIR (its layers' attention weights)");
     if (args.count("--block") || args.count("--model")) {
         const std::string mode = args.count("--block") ? "--block" : "--model";
         for (const char* flag : kOnlyAttention)
@@ -276,6 +280,13 @@ int run_model(const Args& args) {
     make_out_dir(out);
     const mha::ModelTrace t = mha::forward(m, tokens);  // logits [B, T, V]
     mha::save_npy(out + "/logits.npy", t.logits);
+    if (args.count("--layer-weights")) {
+        for (std::size_t l = 0; l < t.layers.size(); ++l)  // [B, H, T, T] each
+            mha::save_npy(out + "/layer" + std::to_string(l) + ".weights.npy",
+                          t.layers[l].attn.weights);
+        std::printf("wrote %s/layer0..%zu.weights.npy %s\n", out.c_str(), t.layers.size() - 1,
+                    mha::shape_of(t.layers[0].attn.weights).c_str());
+    }
     if (!args.count("--grad-output")) {
         std::printf("wrote %s/logits.npy %s\n", out.c_str(), mha::shape_of(t.logits).c_str());
         return 0;

@@ -2,7 +2,7 @@
 // window.MHA_DATA, one dataset per lesson call of Lesson::explore() or
 // explore_layers()). A "model" dataset holds every layer: its panels are a
 // grid of layers x heads, as bertviz's model view, panel p = layer * heads + head.
-// No network, no library: it reads from the files next to it.
+// No network, no library: it reads from the files next to it (grid.js draws).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -47,16 +47,6 @@ if (!Array.isArray(window.MHA_DATA)) problems.push("no data: data.js is missing 
 $("problems").textContent = problems.join("\n");
 const state = { set: 0, head: "all", frame: 0, position: 0, query: null };  // query: {layer, head, row}
 
-// viridis through nine anchors, t in [0, 1]: the lessons' SVGs use the same
-const VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 82, 139], [44, 114, 142], [33, 145, 140],
-                 [40, 174, 128], [94, 201, 98], [173, 220, 48], [253, 231, 37]];
-function viridis(t) {
-  t = Math.min(1, Math.max(0, t || 0)) * (VIRIDIS.length - 1);
-  const i = Math.min(VIRIDIS.length - 2, Math.floor(t)), f = t - i;
-  const c = VIRIDIS[i].map((a, k) => Math.round(a + (VIRIDIS[i + 1][k] - a) * f));
-  return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
-}
-
 function current() { return data[state.set]; }
 // p: the panel, a head (layer * heads + head in a model)
 function at(d, frame, p, i, j) { return d.frames[frame].w[(p * d.rows + i) * d.cols + j]; }
@@ -68,11 +58,6 @@ function largest(d, frame) {
   return m > 0 ? m : 1;
 }
 
-// Tokens come from the data files: never read as HTML.
-function escapeHtml(t) {
-  return t.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-}
-
 function fillControls() {
   // as text, never as HTML: the names come from the data files
   $("dataset").replaceChildren(...data.map((d, k) =>
@@ -80,7 +65,7 @@ function fillControls() {
   $("dataset").value = String(state.set);
   const d = current();
   const heads = ["all"].concat([...Array(d.heads).keys()].map(String));
-  $("head").innerHTML = heads.map((h) => `<option value="${h}">${h === "all" ? "all heads" : "head " + h}</option>`).join("");
+  $("head").replaceChildren(...heads.map((h) => new Option(h === "all" ? "all heads" : "head " + h, h)));
   $("head").value = state.head;
   $("frame-box").style.display = d.frames.length > 1 ? "" : "none";
   $("frame").max = String(d.frames.length - 1);
@@ -89,53 +74,41 @@ function fillControls() {
   $("position").max = String(d.rows - 1);
 }
 
-function cellSize(d, panels) {
-  const side = Math.max(d.rows, d.cols);
-  return Math.max(4, Math.min(40, Math.floor(520 / side / Math.sqrt(panels))));
-}
-
+// Every panel shares one scale (the largest weight shown): one colour bar.
 function draw() {
   const d = current();
   if (!d) { $("info").textContent = "no data: data.js is empty"; return; }
   const heads = state.head === "all" ? [...Array(d.heads).keys()] : [Number(state.head)];
   const model = d.kind === "model", layers = [...Array(layersOf(d)).keys()];
-  const top = largest(d, state.frame), size = cellSize(d, heads.length * layers.length);
-  const box = $("grids");
-  box.innerHTML = "";
+  const top = largest(d, state.frame), box = $("grids");
+  box.replaceChildren();
+  // a model: one row a layer; otherwise as many panels to a row as gives the largest cells
+  const panels = heads.length * layers.length;
+  const perRow = model ? heads.length : bestPerRow(box, panels, d.rows, d.cols);
+  const size = fitCell(box, panels, perRow, d.rows, d.cols);
+  const names = (n) => d.tokens && n === d.rows ? d.tokens : [...Array(n).keys()].map(String);
+  let k = 0;
   for (const [l, h] of layers.flatMap((l) => heads.map((h) => [l, h]))) {
     const p = l * d.heads + h;
-    if (model && h === heads[0] && l > 0) {  // each layer a row of its own
-      const gap = document.createElement("div");
-      gap.className = "layer-break";
-      box.appendChild(gap);
-    }
-    const panel = document.createElement("div");
-    panel.className = "panel";
-    panel.innerHTML = `<h3>${model ? `layer ${l}, ` : ""}head ${h} <small>(query \u2193, key \u2192)</small></h3>`;
-    const grid = document.createElement("div");
-    grid.className = "grid";
-    grid.style.gridTemplateColumns = `repeat(${d.cols}, ${size}px)`;
-    grid.style.gridAutoRows = `${size}px`;
-    for (let i = 0; i < d.rows; ++i) {
-      for (let j = 0; j < d.cols; ++j) {
-        const c = document.createElement("div");
-        c.className = "cell";
+    if (k > 0 && k % perRow === 0) box.appendChild(el("div", model ? "layer-break" : "row-break"));
+    ++k;
+    const panel = makePanel({
+      title: `${model ? `layer ${l}, ` : ""}head ${h} (query \u2193, key \u2192)`,
+      rows: d.rows, cols: d.cols, rowLabels: names(d.rows), colLabels: names(d.cols), size,
+      cell: (i, j, c) => {
         c.dataset.layer = l; c.dataset.head = h; c.dataset.row = i; c.dataset.col = j;
         if (masked(d, p, i, j)) c.classList.add("masked");
         else c.style.background = viridis(at(d, state.frame, p, i, j) / top);
         if (d.kind === "decode" && i > state.position) c.classList.add("future");
         const q = state.query;
         if (q !== null && q.layer === l && q.head === h && q.row === i) c.classList.add("picked");
-        grid.appendChild(c);
-      }
-    }
-    panel.appendChild(grid);
+      } });
     box.appendChild(panel);
   }
   $("frame-label").textContent = d.frames[state.frame].label;
   $("position-label").textContent = d.kind === "decode"
     ? `t = ${state.position}: the cache holds keys 0..${state.position}` : "";
-  $("scale").textContent = `colour: viridis from 0 (dark) to ${top.toPrecision(4)} (yellow), the largest weight shown`;
+  $("scale").replaceChildren(colourBar(top, "weight, every grid (yellow: the largest shown)"));
   drawRow();
 }
 
@@ -151,18 +124,19 @@ function describe(cell) {
 
 function drawRow() {
   const d = current(), q = state.query;
-  if (q === null) { $("row-title").textContent = ""; $("row").innerHTML = ""; return; }
+  if (q === null) { $("row-title").textContent = ""; $("row").replaceChildren(); return; }
   const p = q.layer * d.heads + q.head;
   $("row-title").textContent = `${where(d, q.layer, q.head)}, query ${q.row}${token(d, q.row)}: its weights over the keys`;
-  let html = "";
-  for (let j = 0; j < d.cols; ++j) {
+  $("row").replaceChildren(...[...Array(d.cols).keys()].map((j) => {
     const m = masked(d, p, q.row, j), v = at(d, state.frame, p, q.row, j);
-    const name = d.tokens ? `key ${j} ${escapeHtml(d.tokens[j])}` : `key ${j}`;
-    html += `<div class="bar-row"><span class="key">${name}</span>` +
-            `<span class="bar" style="width:${m ? 0 : Math.round(v * 300)}px"></span>` +
-            `<span class="val">${m ? "masked" : v.toFixed(4)}</span></div>`;
-  }
-  $("row").innerHTML = html;
+    const row = el("div", "bar-row");
+    row.appendChild(el("span", "key", d.tokens ? `key ${j} ${d.tokens[j]}` : `key ${j}`));
+    const bar = el("span", "bar");
+    bar.style.width = `${m ? 0 : Math.round(v * 150)}px`;
+    row.appendChild(bar);
+    row.appendChild(el("span", "val", m ? "masked" : v.toFixed(4)));
+    return row;
+  }));
 }
 
 $("grids").addEventListener("mouseover", (e) => {
@@ -178,6 +152,7 @@ $("dataset").addEventListener("change", (e) => {
   Object.assign(state, { set: Number(e.target.value), head: "all", frame: 0, position: 0, query: null });
   fillControls(); draw();
 });
+window.addEventListener("resize", () => { if (current()) draw(); });
 $("head").addEventListener("change", (e) => { state.head = e.target.value; state.query = null; draw(); });
 $("frame").addEventListener("input", (e) => { state.frame = Number(e.target.value); draw(); });
 $("position").addEventListener("input", (e) => { state.position = Number(e.target.value); draw(); });

@@ -14,8 +14,10 @@ data has a position slider and lesson 19's a frame slider whose last frame
 matches the dump; lesson 21's data is a grid of layers x heads whose last frame's
 hover shows layer1.weights.end.npy[0, h, i, j] with the tokens; bad data files (a frame of the wrong length, masks not 0/1,
 a name holding HTML, not an object, no data.js) are left out with a line
-saying why, names shown as text. With --screenshot it saves a picture of the page (the
-docs build's). Exit 0 when all hold, 1 when one does not, 77 (skipped)
+saying why, names shown as text; in a 1024 x 768 window every dataset fits
+without scrolling, each grid with tick labels and the page a colour bar.
+With --screenshot it saves a picture of the page (the docs build's).
+Exit 0 when all hold, 1 when one does not, 77 (skipped)
 without selenium, chromium or numpy.
 """
 import json
@@ -60,7 +62,7 @@ for lesson in ("05_softmax", "16_kv_cache", "19_heads_learn", "21_induction_head
 (site / "data.js").write_text("".join(data))
 
 opts = webdriver.ChromeOptions()
-for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1100,900"):
+for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1024,768"):
     opts.add_argument(a)
 opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
 browser = webdriver.Chrome(service=Service(DRIVER), options=opts)
@@ -71,6 +73,19 @@ def check(what, ok):
     print(("ok      " if ok else "FAILED  ") + what)
     if not ok:
         failures.append(what)
+
+
+def fits(what):
+    """The page, scrolled nowhere, inside the 1024 x 768 window; the grids have tick labels."""
+    size = browser.execute_script("const d = document.documentElement; "
+                                  "return [d.scrollWidth, d.scrollHeight, innerWidth, innerHeight]")
+    panels = len(browser.find_elements(By.CSS_SELECTOR, ".panel"))
+    ticks = len(browser.find_elements(By.CSS_SELECTOR, ".panel .ticks.x"))
+    bar = browser.find_elements(By.CSS_SELECTOR, "#scale .bar-numbers span")
+    check(f"{what}: page {size[0]} x {size[1]} in a window of {size[2]} x {size[3]}, "
+          f"{ticks} of {panels} grids with tick labels, a colour bar "
+          f"{[b.text for b in bar]}", size[0] <= size[2] and size[1] <= size[3] and
+          panels == ticks > 0 and len(bar) == 5)
 
 
 def hover(h, i, j):
@@ -104,6 +119,7 @@ try:
     bars = browser.find_elements(By.CSS_SELECTOR, "#row .bar-row")
     check(f"a click on query 2 draws its {len(bars)} keys as bars",
           len(bars) == T and bars[0].text.endswith(f"{w[0, 1, 2, 0]:.4f}"))
+    fits("lesson 05, head 1, a row drawn")
 
     sets = Select(browser.find_element(By.ID, "dataset"))
     sets.select_by_index(1)  # lesson 16: decoding
@@ -121,6 +137,7 @@ try:
     text = hover(0, 0, 3)
     check(f"the last frame, head 0 (0, 3): '{text}' shows {end[0, 0, 3]:.4f}",
           text == f"head 0, query 0, key 3: weight {end[0, 0, 3]:.4f}")
+    fits("lesson 19, the last frame")
     sets.select_by_index(3)  # lesson 21: every layer x head of a two-layer model
     model = json.loads(data[3].split("push(", 1)[1].rsplit(");", 1)[0])
     layers, heads, tok = model["layers"], model["heads"], model["tokens"]
@@ -144,8 +161,35 @@ try:
     check("a click draws layer 1's row, the keys named by their tokens",
           browser.find_element(By.ID, "row-title").text.startswith(f"layer 1, head 1, query {i}")
           and browser.find_elements(By.CSS_SELECTOR, "#row .key")[1].text == f"key 1 {tok[1]}")
+    fits("lesson 21, 2 layers x 2 heads, a row drawn")
+    tick = browser.find_elements(By.CSS_SELECTOR, ".panel .ticks.x .tick")
+    check(f"lesson 21's grids are labelled with its tokens ({[t.text for t in tick[:4]]})",
+          [t.text for t in tick[:len(tok)] if t.text] ==
+          [t for k, t in enumerate(tok) if tick[k].text])
+    for k in range(len(sets.options)):  # every dataset of the docs build fits too
+        sets.select_by_index(k)
+        fits(f"dataset {k}, all heads")
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     check(f"no console errors after all that ({len(errors)})", not errors)
+
+    # The docs build's middle sizes fit too (lesson 21's takes half a minute: not here)
+    middle = work / "middle"
+    shutil.copytree(site, middle)
+    joined = []
+    for lesson in ("05_softmax", "16_kv_cache", "19_heads_learn"):
+        flags = [] if lesson == "19_heads_learn" else \
+            ["--batch", "2", "--time", "12", "--d-model", "32", "--heads", "4"]
+        subprocess.run([str(build / "lessons" / lesson)] + flags +
+                       ["--dump", str(work / "dump_middle")], check=True, capture_output=True)
+        joined.append((work / "dump_middle" / lesson / "explorer.js").read_text())
+    (middle / "data.js").write_text("".join(joined))
+    browser.get((middle / "explorer.html").as_uri())
+    sets = Select(browser.find_element(By.ID, "dataset"))
+    for k in range(len(sets.options)):
+        sets.select_by_index(k)
+        fits(f"middle-sized dataset {k}, all heads")
+    browser.find_elements(By.CSS_SELECTOR, ".cell")[-1].click()  # the last query's row
+    fits("middle-sized dataset 2, its last row drawn")
 
     # Data files from outside: a dataset that does not hold together is left
     # out with a line saying why; names are shown as text, never as HTML.

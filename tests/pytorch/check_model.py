@@ -17,6 +17,10 @@ L = 1, 2, 3; E 8 to 64, H 1 to 4, F 16 to 128, T 1 to 9 (up to T_max), B 1
 to 3; the two embedding tables at scale 1, 1e-3 (LayerNorm's eps matters)
 and 100.
 
+With --layer-weights it also writes each layer's attention weights, which
+must match nn.MultiheadAttention's (need_weights, average_attn_weights=False)
+within 1e-5 of the largest.
+
 Tolerances, each relative to the largest |value| of PyTorch's tensor: the
 logits within 2e-5, every parameter's gradient within 1e-4 (pos_emb's rows
 past T are 0 on both sides). The reference is PyTorch in float64 on the same
@@ -27,12 +31,12 @@ Exit 0 when all agree, 1 when one does not, 77 (skipped) without PyTorch.
 import copy
 import sys
 
-from state_dicts import compare, run, torch
+from state_dicts import compare, run, torch, worst_diff
 
 if len(sys.argv) != 2:
     sys.exit("usage: check_model.py MHA_FORWARD")
 FORWARD = sys.argv[1]
-LOGITS_LIMIT, GRAD_LIMIT = 2e-5, 1e-4
+LOGITS_LIMIT, GRAD_LIMIT, WEIGHTS_LIMIT = 2e-5, 1e-4, 1e-5
 
 
 class LanguageModel(torch.nn.Module):
@@ -54,6 +58,21 @@ class LanguageModel(torch.nn.Module):
         for layer in self.layers:
             x = layer(x, src_mask=torch.ones(T, T, dtype=torch.bool).triu(1))
         return self.head(self.norm(x))
+
+
+def layer_weights(model, idx):
+    """Each layer's attention weights [B, H, T, T], as its self_attn sees norm1(x)."""
+    T = idx.shape[1]
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    x = model.tok_emb(idx) + model.pos_emb(torch.arange(T))
+    out = {}
+    for i, layer in enumerate(model.layers):
+        h = layer.norm1(x)
+        _, w = layer.self_attn(h, h, h, attn_mask=mask, need_weights=True,
+                               average_attn_weights=False)
+        out[f"layer{i}.weights"] = w
+        x = layer(x, src_mask=mask)
+    return out
 
 
 def make_model(V, T_max, E, H, F, L, scale):
@@ -93,11 +112,23 @@ for L, V, T_max, E, H, F, B, T, scale in [
     G = torch.randn(B, T, V)
     theirs = autograd(copy.deepcopy(model).double(), idx, G.double())
     theirs32 = autograd(model, idx, G)
-    ours = run(FORWARD, "--model", model, ["--num-heads", str(H)],
+    ours = run(FORWARD, "--model", model, ["--num-heads", str(H), "--layer-weights"],
                {"tokens": idx, "grad-output": G})
     case = f"L {L} V {V:2d} T_max {T_max:2d} E {E:2d} H {H} F {F:3d} B {B} T {T} emb x{scale:g}"
+    with torch.no_grad():
+        weights = layer_weights(copy.deepcopy(model).double(), idx)
+    ours_w = {n: ours.pop(n) for n in list(ours) if n.endswith(".weights")}
+    if sorted(ours_w) != sorted(weights):
+        print(f"FAILED {case}: --layer-weights wrote {sorted(ours_w)}, not {sorted(weights)}")
+        results.append(False)
+        continue
+    w_err, where = worst_diff(ours_w, weights, list(weights))
+    print(f"{'ok    ' if w_err <= WEIGHTS_LIMIT else 'FAILED'} {case}: "
+          f"{len(weights)} layers' weights {w_err:.1e} ({where})")
+    results.append(w_err <= WEIGHTS_LIMIT)
     results.append(compare(case, ours, theirs, theirs32, "logits", LOGITS_LIMIT, GRAD_LIMIT))
 
-print(f"{sum(results)} of {len(results)} models agree with PyTorch (logits within "
-      f"{LOGITS_LIMIT:g}, gradients within {GRAD_LIMIT:g} of the largest |value|)")
+print(f"{sum(results)} of {len(results)} checks agree with PyTorch (logits within "
+      f"{LOGITS_LIMIT:g}, layer weights within {WEIGHTS_LIMIT:g}, gradients within "
+      f"{GRAD_LIMIT:g} of the largest |value|)")
 sys.exit(0 if all(results) else 1)
