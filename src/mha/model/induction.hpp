@@ -172,9 +172,13 @@ struct InductionLog {
     std::vector<std::pair<std::string, std::vector<Tensor4>>> frames;
     HeadScores last;                 ///< the last report: the model at the end
     /// Starts the log with @p m's weights on @p test, before training.
+    /// @param m    the model before training
+    /// @param test the test batch the reports are scored on
     /// @throws std::invalid_argument as score_heads().
     InductionLog(const LanguageModel& m, const TokenBatch& test);
     /// Records one report of train_on_repeats().
+    /// @param step the report's step
+    /// @param s    the scores at that step
     /// @return whether this report is the jump
     bool add(int step, const HeadScores& s);
     /// @return the repeated half's loss at each report
