@@ -34,8 +34,10 @@ static Lookup attend(const mha::Tensor2& q, const mha::Tensor2& k, const mha::Te
 }
 
 int main(int argc, char** argv) {
-    lesson::Info info{"00_what_attention_is_for", "a lookup that is soft, over six words",
-                      true, 0.01, 2};
+    lesson::Info info;
+    info.name = "00_what_attention_is_for";
+    info.summary = "a lookup that is soft, over six words";
+    info.draws = true, info.dump_mb = 0.01, info.default_heads = 2;
     info.default_batch = 1, info.default_time = 6, info.default_d_model = 12;
     info.fixed_sizes = true;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
@@ -50,13 +52,13 @@ int main(int argc, char** argv) {
         L.section("1. Six words, and what each one is");
         const std::vector<std::vector<Feature>> has{
             {article}, {noun, animal}, {verb}, {prep}, {article}, {noun, place}};
-        mha::Tensor2 x = xt::zeros<float>({T, E});  // [T, E]
+        SHOWN(L, mha::Tensor2 x = xt::zeros<float>({T, E}));  // [T, E]
         xt::view(x, xt::all(), xt::range(D, E)) = xt::eye<float>(T);  // pos0 ... pos5
         for (std::size_t i = 0; i < T; ++i)
             for (Feature f : has[i]) x(i, f) = 1;
         L.table("x: 1 where a word has the feature", x, {words, features}, 0);
         L.step("x = the words' features", "x", x, "T, E", "x = torch.tensor(features)",
-               "mha::Tensor2 x = xt::zeros<float>({T, E});", lesson::Show::shape_only);
+               lesson::Show::shape_only);
         L.say("Nothing is learned: a 1 says the word has the feature (prep: "
               "preposition). The two 'the's differ only in where they stand.");
 
@@ -126,10 +128,9 @@ int main(int argc, char** argv) {
         m.w_o.weight = xt::eye<float>(E);  // the heads side by side, as they are
         for (mha::Linear* l : {&m.wq, &m.wk, &m.wv, &m.w_o}) l->bias.fill(0);
         const mha::Tensor3 X = xt::view(x, xt::newaxis());  // [1, T, E]
-        const mha::AttentionOutput a = m.forward(X, X, X);
+        SHOWN(L, const mha::AttentionOutput a = m.forward(X, X, X));
         L.step("attention(X, X, X)", "weights", a.weights, "B, H, Tq, Tk",
-               "output = attention(X, X, X)", "a = m.forward(X, X, X);",
-               lesson::Show::shape_only);
+               "output = attention(X, X, X)", lesson::Show::shape_only);
         L.say("Q = x wq^T, K = x wk^T, V = x wv^T: three matrices give each word x its "
               "roles. Each head reads D = E / 2 = 6 columns (head 0 the what, head 1 the "
               "where), and the module divides scores by sqrt(6), so wq is sqrt(6) larger. "

@@ -31,8 +31,9 @@ double var_of(const T& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"01_linear_projections", "Q, K, V = wq(X), wk(X), wv(X)",
-                            false, 88.1};
+    lesson::Info info;
+    info.name = "01_linear_projections", info.summary = "Q, K, V = wq(X), wk(X), wv(X)";
+    info.dump_mb = 88.1;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -41,18 +42,16 @@ int main(int argc, char** argv) {
 
         L.section("0. The input X");
         mha::Rng rng(seed);
-        const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
+        SHOWN(L, const mha::Tensor3 X = mha::randn(B, T, E, rng));  // [B, T, E]
         const std::string sizes = std::to_string(B) + ", " + std::to_string(T) + ", " +
                                   std::to_string(E);
-        L.step("X = randn(B, T, E)", "X", X, "B, T, E", "X = torch.randn(" + sizes + ")",
-               "mha::Tensor3 X = mha::randn(B, T, E, rng);");
+        L.step("X = randn(B, T, E)", "X", X, "B, T, E", "X = torch.randn(" + sizes + ")");
 
         L.section("1. The layer wq, from Xavier init");
         // The module owns wq, wk, wv and w_o; this lesson uses wq, wk, wv.
-        const mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));
+        SHOWN(L, const mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed)));
         L.step("wq.weight", "wq.weight", m.wq.weight, "E, E",
-               "self.wq = nn.Linear(embed_dim, embed_dim)",
-               "mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed));");
+               "self.wq = nn.Linear(embed_dim, embed_dim)");
         L.step("wq.bias", "wq.bias", m.wq.bias, "E", "(nn.Linear's own bias)", "m.wq.bias");
         L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
 
@@ -69,16 +68,14 @@ int main(int argc, char** argv) {
         L.section("2. Q = X W^T + b, written out");
         // Every token is a row: view X as [B*T, E] and do one matrix product.
         const std::array<std::size_t, 2> rows_shape{B * T, E};
-        const mha::Tensor2 rows = xt::reshape_view(X, rows_shape);  // [B*T, E]
-        L.step("rows = X.view(B*T, E)", "rows", rows, "B*T, E", "x.view(-1, embed_dim)",
-               "mha::Tensor2 rows = xt::reshape_view(X, rows_shape);");
+        SHOWN(L, const mha::Tensor2 rows = xt::reshape_view(X, rows_shape));  // [B*T, E]
+        L.step("rows = X.view(B*T, E)", "rows", rows, "B*T, E", "x.view(-1, embed_dim)");
         // [B*T, E] x [E, E] -> [B*T, E], then + b broadcast over the rows
-        const mha::Tensor2 Y =
-            xt::linalg::dot(rows, xt::transpose(m.wq.weight)) + m.wq.bias;
+        const mha::Tensor2& W = m.wq.weight;  // [E, E]: out x in, as nn.Linear keeps it
+        SHOWN(L, const mha::Tensor2 Y = xt::linalg::dot(rows, xt::transpose(W)) + m.wq.bias);
         const std::array<std::size_t, 3> back{B, T, E};
         const mha::Tensor3 Q = xt::reshape_view(Y, back);  // [B, T, E]
-        L.step("Q = w_q(X)", "Q", Q, "B, T, E", "Q = self.wq(query)",
-               "xt::linalg::dot(rows, xt::transpose(m.wq.weight)) + m.wq.bias");
+        L.step("Q = w_q(X)", "Q", Q, "B, T, E", "Q = self.wq(query)");
 
         L.section("3. What Xavier keeps: the variance");
         // Each of the E numbers of a row of Q sums E products x_i w_i. With
@@ -94,12 +91,10 @@ int main(int argc, char** argv) {
         L.say("So the scores of lesson 03 start at a size the softmax can use.");
 
         L.section("4. K and V: the same layer shape, other weights");
-        const mha::Tensor3 K = mha::linear(X, m.wk);  // [B, T, E]
-        L.step("K = w_k(X)", "K", K, "B, T, E", "K = self.wk(key)",
-               "mha::Tensor3 K = mha::linear(X, m.wk);");
-        const mha::Tensor3 V = mha::linear(X, m.wv);  // [B, T, E]
-        L.step("V = w_v(X)", "V", V, "B, T, E", "V = self.wv(value)",
-               "mha::Tensor3 V = mha::linear(X, m.wv);");
+        SHOWN(L, const mha::Tensor3 K = mha::linear(X, m.wk));  // [B, T, E]
+        L.step("K = w_k(X)", "K", K, "B, T, E", "K = self.wk(key)");
+        SHOWN(L, const mha::Tensor3 V = mha::linear(X, m.wv));  // [B, T, E]
+        L.step("V = w_v(X)", "V", V, "B, T, E", "V = self.wv(value)");
         L.say("Self-attention feeds the same X to all three layers, as attention(X, X, X) "
               "does; each layer learns its own view of it.");
 

@@ -31,7 +31,9 @@ double var_of(const mha::Tensor4& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"03_scores", "scores = Q K^T / sqrt(D), per head", true, 88.1};
+    lesson::Info info;
+    info.name = "03_scores", info.summary = "scores = Q K^T / sqrt(D), per head";
+    info.draws = true, info.dump_mb = 88.1;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -39,15 +41,15 @@ int main(int argc, char** argv) {
 
         L.section("Earlier stages, by the core");
         mha::Rng rng(L.opt.seed);
-        const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
-        L.recap("X = randn(B, T, E)", "X", X, "B, T, E", "mha::randn(B, T, E, rng)");
+        SHOWN(L, const mha::Tensor3 X = mha::randn(B, T, E, rng));  // [B, T, E]
+        L.recap("X = randn(B, T, E)", "X", X, "B, T, E");
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
         L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
         const std::size_t D = m.head_dim();
-        const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
-        L.recap("q = split(w_q(X))", "q", Q, "B, H, T, D", "mha::split_heads(mha::linear(X, m.wq), H)");
-        const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
-        L.recap("k = split(w_k(X))", "k", K, "B, H, T, D", "mha::split_heads(mha::linear(X, m.wk), H)");
+        SHOWN(L, const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H));
+        L.recap("q = split(w_q(X))", "q", Q, "B, H, T, D");
+        SHOWN(L, const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H));
+        L.recap("k = split(w_k(X))", "k", K, "B, H, T, D");
 
         L.section("1. Q K^T, one product per (batch, head)");
         // xt::linalg::dot is numpy.dot, not a batched matmul, so we loop over
@@ -57,15 +59,13 @@ int main(int argc, char** argv) {
             for (std::size_t h = 0; h < H; ++h) {
                 const mha::Tensor2 q = xt::view(Q, b, h);  // [T, D]
                 const mha::Tensor2 k = xt::view(K, b, h);  // [T, D]
-                xt::view(raw, b, h) = xt::linalg::dot(q, xt::transpose(k));
+                SHOWN(L, xt::view(raw, b, h) = xt::linalg::dot(q, xt::transpose(k)));
             }
-        L.step("q @ k.transpose(2, 3)", "raw", raw, "B, H, Tq, Tk", "q @ k.transpose(2, 3)",
-               "xt::view(raw, b, h) = xt::linalg::dot(q, xt::transpose(k));");
+        L.step("q @ k.transpose(2, 3)", "raw", raw, "B, H, Tq, Tk", "q @ k.transpose(2, 3)");
 
         L.section("2. Divide by sqrt(D)");
-        const mha::Tensor4 S = raw / std::sqrt(static_cast<float>(D));
-        L.step("score = raw / sqrt(n_d)", "score", S, "B, H, Tq, Tk", "/ math.sqrt(n_d)",
-               "mha::Tensor4 S = raw / std::sqrt(static_cast<float>(D));");
+        SHOWN(L, const mha::Tensor4 S = raw / std::sqrt(static_cast<float>(D)));
+        L.step("score = raw / sqrt(n_d)", "score", S, "B, H, Tq, Tk", "/ math.sqrt(n_d)");
         const double vq = var_of(Q), vk = var_of(K), vs = var_of(S);
         const double n = double(S.size());
         L.say("Why sqrt(D): a score sums D products q_d k_d, so its variance is about D "
@@ -88,11 +88,10 @@ int main(int argc, char** argv) {
         L.section("3. These variances assume Xavier init");
         // The handwritten-course article never re-initialises: nn.Linear's own
         // U(-1/sqrt(E), 1/sqrt(E)) has var(w) = 1/(3E), a third of Xavier's.
-        const mha::MultiHeadAttention plain(E, H, mha::Init::torch_linear(L.opt.seed));
+        SHOWN(L, mha::MultiHeadAttention plain(E, H, mha::Init::torch_linear(L.opt.seed)));
         const mha::Tensor4 S2 = mha::scaled_scores(mha::split_heads(mha::linear(X, plain.wq), H),
                                                    mha::split_heads(mha::linear(X, plain.wk), H));
-        L.code("self.w_q = nn.Linear(d_model, d_model)  # no re-init",
-               "mha::MultiHeadAttention plain(E, H, mha::Init::torch_linear(L.opt.seed));");
+        L.code("self.w_q = nn.Linear(d_model, d_model)  # no re-init");
         L.say("With nn.Linear's own init (the handwritten-course article), var(w) = 1/(3E), "
               "so on average var(q) = var(k) = 1/3 and var(score) = 1/9:");
         L.relation("var(score)", var_of(S2), "1/9", 1.0 / 9, 0.2,

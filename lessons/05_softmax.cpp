@@ -23,7 +23,9 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"05_softmax", "weights = softmax(score, dim=-1)", true, 54.8};
+    lesson::Info info;
+    info.name = "05_softmax", info.summary = "weights = softmax(score, dim=-1)";
+    info.draws = true, info.dump_mb = 54.8;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -31,32 +33,29 @@ int main(int argc, char** argv) {
 
         L.section("Earlier stages, by the core");
         mha::Rng rng(L.opt.seed);
-        const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
+        SHOWN(L, const mha::Tensor3 X = mha::randn(B, T, E, rng));  // [B, T, E]
+        L.recap("X = randn(B, T, E)", "X", X, "B, T, E");
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
         const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
         const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
         const mha::Mask causal = mha::causal_mask(T, T);
-        const mha::Tensor4 S = mha::apply_mask(mha::scaled_scores(Q, K), causal);
+        SHOWN(L, const mha::Tensor4 S = mha::apply_mask(mha::scaled_scores(Q, K), causal));
+        L.recap("score, causal-masked", "score", S, "B, H, Tq, Tk");
         L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
-        L.recap("X = randn(B, T, E)", "X", X, "B, T, E", "mha::randn(B, T, E, rng)");
-        L.recap("score, causal-masked", "score", S, "B, H, Tq, Tk",
-                "mha::apply_mask(mha::scaled_scores(Q, K), causal)");
 
         L.section("1. Stable softmax over the last axis, written out");
         // exp(s - max) / sum: subtracting each row's max changes nothing
         // mathematically and keeps exp() from overflowing.
         // The reducers are evaluated into containers first: in xtensor 0.24.3
         // a lazy keep_dims reducer inside a broadcast gives wrong numbers.
-        const mha::Tensor4 row_max = xt::amax(S, {3}, xt::keep_dims);  // [B,H,T,1]
+        SHOWN(L, const mha::Tensor4 row_max = xt::amax(S, {3}, xt::keep_dims));  // [B,H,T,1]
         L.step("m = score.amax(-1, keepdim=True)", "m", row_max, "B, H, Tq, 1",
-               "score.amax(dim=-1, keepdim=True)",
-               "mha::Tensor4 row_max = xt::amax(S, {3}, xt::keep_dims);");
+               "score.amax(dim=-1, keepdim=True)");
         const mha::Tensor4 e = xt::exp(S - row_max);                  // [B,H,T,T]
         const mha::Tensor4 sum = xt::sum(e, {3}, xt::keep_dims);      // [B,H,T,1]
-        const mha::Tensor4 W = e / sum;                               // [B,H,T,T]
+        SHOWN(L, const mha::Tensor4 W = e / sum);                     // [B,H,T,T]
         L.step("weights = softmax(score, -1)", "weights", W, "B, H, Tq, Tk",
-               "self.softmax = nn.Softmax(dim=-1); self.softmax(score)",
-               "mha::Tensor4 W = e / sum;");
+               "self.softmax = nn.Softmax(dim=-1); self.softmax(score)");
 
         L.section("2. Rows sum to 1, columns do not");
         // One picture: batch 0, head 0. Row i is query i's weights over keys.

@@ -28,8 +28,10 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"14_xtensor_pitfalls", "pitfall: four traps of xtensor 0.24.3",
-                            false, 0.0003};
+    lesson::Info info;
+    info.name = "14_xtensor_pitfalls";
+    info.summary = "pitfall: four traps of xtensor 0.24.3";
+    info.dump_mb = 0.0003;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -59,7 +61,7 @@ int main(int argc, char** argv) {
             xt::exp(s - xt::amax(s, {3}, xt::keep_dims)) /
             xt::sum(xt::exp(s - xt::amax(s, {3}, xt::keep_dims)), {3}, xt::keep_dims);
         // The fix: evaluate each reducer into a container first.
-        const mha::Tensor4 row_max = xt::amax(s, {3}, xt::keep_dims);
+        SHOWN(L, const mha::Tensor4 row_max = xt::amax(s, {3}, xt::keep_dims));
         const mha::Tensor4 e = xt::exp(s - row_max);
         const mha::Tensor4 sum = xt::sum(e, {3}, xt::keep_dims);
         const mha::Tensor4 right = e / sum;
@@ -67,8 +69,7 @@ int main(int argc, char** argv) {
                  "exp(S - amax(S, {3}, keep_dims)) / sum(exp(...), {3}, keep_dims)");
         L.let("n", n);
         L.step("lazy one-liner", "lazy", lazy, "1, 1, n, n", "", "");
-        L.step("reducers evaluated first", "right", right, "1, 1, n, n", "(the same softmax)",
-               "mha::Tensor4 row_max = xt::amax(s, {3}, xt::keep_dims);");
+        L.step("reducers evaluated first", "right", right, "1, 1, n, n", "(the same softmax)");
         std::string l = "lazy one-liner, row 0: ", r = "evaluated first, row 0:";
         double lazy_sum = 0;
         for (std::size_t j = 0; j < n; ++j) {

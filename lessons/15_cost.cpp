@@ -39,7 +39,9 @@ double full_count(double B, double T, double E, double H) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"15_cost", "FLOPs counted and measured; views against copies", false, 0};
+    lesson::Info info;
+    info.name = "15_cost";
+    info.summary = "FLOPs counted and measured; views against copies";
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, D = E / H;
@@ -51,8 +53,9 @@ int main(int argc, char** argv) {
         const mha::Mask causal = mha::causal_mask(T, T);
 
         L.section("1. Counting FLOPs");
-        const double art = article_count(B, T, E, H), full = full_count(B, T, E, H);
-        L.code("count_flops(batch_size, seq_len, embed_dim, num_heads)", "article_count(B, T, E, H)");
+        SHOWN(L, const double art = article_count(B, T, E, H));
+        L.code("count_flops(batch_size, seq_len, embed_dim, num_heads)");
+        const double full = full_count(B, T, E, H);
         std::printf("article's count_flops: %.4g GFLOP\nfull count:            %.4g "
                     "GFLOP (+%.1f%%: the weights x V product it leaves out)\n",
                     art / 1e9, full / 1e9, 100 * (full - art) / art);

@@ -20,8 +20,10 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"20_the_block", "LayerNorm, residuals, GELU: the Transformer block",
-                            false, 234.9};
+    lesson::Info info;
+    info.name = "20_the_block";
+    info.summary = "LayerNorm, residuals, GELU: the Transformer block";
+    info.dump_mb = 234.9;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         const std::size_t F = 4 * E;  // the feed-forward's width, as in GPT-2 and the 2017 paper
@@ -30,9 +32,8 @@ int main(int argc, char** argv) {
 
         L.section("1. LayerNorm, written out");
         mha::Rng rng(L.opt.seed);
-        const mha::Tensor3 X = mha::randn(B, T, E, rng) * 3.0f + 1.0f;  // [B, T, E], mean 1, std 3
-        L.step("X = 3 randn(B, T, E) + 1", "X", X, "B, T, E", "x = 3 * torch.randn(B, T, E) + 1",
-               "mha::randn(B, T, E, rng) * 3.0f + 1.0f");
+        SHOWN(L, const mha::Tensor3 X = mha::randn(B, T, E, rng) * 3.0f + 1.0f);  // mean 1, std 3
+        L.step("X = 3 randn(B, T, E) + 1", "X", X, "B, T, E", "x = 3 * torch.randn(B, T, E) + 1");
         const mha::Block blk(E, H, F, L.opt.seed);
         // Each position on its own: its E numbers shifted to mean 0, scaled to
         // variance 1, then times weight, plus bias (learned; 1 and 0 at first).
@@ -44,11 +45,10 @@ int main(int argc, char** argv) {
                 for (std::size_t c = 0; c < E; ++c) var += std::pow(X(b, t, c) - mean, 2) / double(E);
                 for (std::size_t c = 0; c < E; ++c) {
                     const float z = float((X(b, t, c) - mean) / std::sqrt(var + blk.norm1.eps));
-                    h1(b, t, c) = z * blk.norm1.weight(c) + blk.norm1.bias(c);
+                    SHOWN(L, h1(b, t, c) = z * blk.norm1.weight(c) + blk.norm1.bias(c));
                 }
             }
-        L.step("h1 = norm1(X)", "h1", h1, "B, T, E", "self.norm1(x)  # nn.LayerNorm(E), eps 1e-5",
-               "h1(b, t, c) = z * blk.norm1.weight(c) + blk.norm1.bias(c);");
+        L.step("h1 = norm1(X)", "h1", h1, "B, T, E", "self.norm1(x)  # nn.LayerNorm(E), eps 1e-5");
         auto stats = [&](const mha::Tensor3& x) {  // position (0, 0): mean and standard deviation
             double mean = 0, var = 0;
             for (std::size_t c = 0; c < E; ++c) mean += x(0, 0, c) / double(E);
@@ -62,13 +62,11 @@ int main(int argc, char** argv) {
 
         L.section("2. Attention, and the residual connection");
         mha::ForwardTrace attn;
-        blk.self_attn.trace_into(attn, h1, h1, h1, mha::causal);  // lesson 07's module, causal
+        SHOWN(L, blk.self_attn.trace_into(attn, h1, h1, h1, mha::causal));  // lesson 07's, causal
         L.step("a = self_attn(h1, h1, h1)", "attn.output", attn.output, "B, T, E",
-               "self.self_attn(x, x, x, attn_mask=causal)[0]",
-               "blk.self_attn.trace_into(attn, h1, h1, h1, mha::causal);");
-        const mha::Tensor3 x1 = X + attn.output;  // [B, T, E]
-        L.step("x1 = X + a", "x1", x1, "B, T, E", "x = x + self._sa_block(self.norm1(x), ...)",
-               "const mha::Tensor3 x1 = X + attn.output;");
+               "self.self_attn(x, x, x, attn_mask=causal)[0]");
+        SHOWN(L, const mha::Tensor3 x1 = X + attn.output);  // [B, T, E]
+        L.step("x1 = X + a", "x1", x1, "B, T, E", "x = x + self._sa_block(self.norm1(x), ...)");
         const double a_norm = double(xt::norm_l2(attn.output)());
         const double ratio = a_norm / double(xt::norm_l2(X)());
         L.say("Attention does not replace X, it adds to it: |a| / |X| = " + fixed(ratio, 3) +
@@ -79,20 +77,21 @@ int main(int argc, char** argv) {
 
         L.section("3. The feed-forward: Linear, GELU, Linear, at every position");
         const mha::Tensor3 h2 = mha::layer_norm(x1, blk.norm2);  // [B, T, E]
-        mha::Tensor3 hidden = mha::linear(h2, blk.ff.linear1);     // [B, T, F]
+        SHOWN(L, mha::Tensor3 hidden = mha::linear(h2, blk.ff.linear1));  // [B, T, F]
         L.step("u = linear1(norm2(x1))", "hidden", hidden, "B, T, F", "self.linear1(self.norm2(x))",
-               "mha::Tensor3 hidden = mha::linear(h2, blk.ff.linear1);", lesson::Show::shape_only);
-        for (float& u : hidden) u = 0.5f * u * (1.0f + std::erf(u / std::sqrt(2.0f)));  // u Φ(u)
+               lesson::Show::shape_only);
+        for (float& u : hidden) {
+            SHOWN(L, u = 0.5f * u * (1.0f + std::erf(u / std::sqrt(2.0f))));  // u Φ(u)
+        }
         L.step("g = gelu(u)", "hidden", hidden, "B, T, F", "F.gelu(u)  # the erf form",
-               "u = 0.5f * u * (1.0f + std::erf(u / std::sqrt(2.0f)))", lesson::Show::shape_only);
+               lesson::Show::shape_only);
         std::string curve;
         for (float u : {-3.0f, -1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 3.0f})
             curve += " gelu(" + fixed(u, 1) + ") = " + fixed(mha::gelu(u), 3) + (u < 3 ? "," : "");
         L.say("GELU is u times the chance that a standard normal is below u:" + curve +
               ". ReLU's shape, smooth at 0, a little below 0 for small negative u.");
-        const mha::Tensor3 y = x1 + mha::linear(hidden, blk.ff.linear2);  // [B, T, E]
-        L.step("y = x1 + linear2(g)", "y", y, "B, T, E", "x = x + self._ff_block(self.norm2(x))",
-               "const mha::Tensor3 y = x1 + mha::linear(hidden, blk.ff.linear2);");
+        SHOWN(L, const mha::Tensor3 y = x1 + mha::linear(hidden, blk.ff.linear2));  // [B, T, E]
+        L.step("y = x1 + linear2(g)", "y", y, "B, T, E", "x = x + self._ff_block(self.norm2(x))");
         L.say("Attention moved information between positions; the feed-forward computes on "
               "what each position now holds, the same weights everywhere. Its weights, 2 E F = " +
               std::to_string(2 * E * F) + ", are twice attention's 4 E^2 = " +
@@ -100,10 +99,10 @@ int main(int argc, char** argv) {
 
         L.section("4. The whole block, by the core");
         mha::BlockTrace kept;
-        const mha::Tensor3 fast = mha::block_forward(blk, X, true, &kept);
+        SHOWN(L, const mha::Tensor3 fast = mha::block_forward(blk, X, true, &kept));
         L.step("y = layer(X, src_mask=causal)", "fast", fast, "B, T, E",
                "nn.TransformerEncoderLayer(E, H, F, 0, 'gelu', norm_first=True)",
-               "mha::block_forward(blk, X, true, &kept)", lesson::Show::shape_only);
+               lesson::Show::shape_only);
         rc |= L.check("block_forward(), the engine's", mha::max_abs_diff(y, fast), 2e-5);
         // The oracle is plain loops in double: one sequence is enough to compare.
         const mha::Tensor3 X0 = xt::view(X, xt::range(0, 1));
@@ -122,10 +121,10 @@ int main(int argc, char** argv) {
         L.let("V", V), L.let("n", n);
         L.say("Tokens: the letters of \"" + text + "\" as ids into \"" + alphabet + "\".");
         mha::LanguageModel lm = mha::make_language_model({V, 32, E, H, F, 2}, L.opt.seed);
-        const mha::ModelTrace t = mha::forward(lm, ids);
+        SHOWN(L, const mha::ModelTrace t = mha::forward(lm, ids));
         L.step("logits = head(norm(blocks(tok_emb(idx) + pos_emb(arange(n)))))", "t.logits",
                t.logits, "1, n, V", "logits = model(idx)  # two layers, causal",
-               "mha::ModelTrace t = mha::forward(lm, ids);", lesson::Show::shape_only);
+               lesson::Show::shape_only);
         L.say("Its " + std::to_string(mha::parameter_count(lm)) + " parameters carry PyTorch's names (tok_emb.weight, "
               "layers.0.self_attn.in_proj_weight, layers.0.linear1.weight, ..., head.bias): "
               "tools/mha_forward --model runs a PyTorch state_dict. Untrained, its logits are "

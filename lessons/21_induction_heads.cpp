@@ -15,8 +15,10 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    lesson::Info info{"21_induction_heads",
-                      "two layers learn to copy: induction heads form", true, 0.5, 2};
+    lesson::Info info;
+    info.name = "21_induction_heads";
+    info.summary = "two layers learn to copy: induction heads form";
+    info.draws = true, info.dump_mb = 0.5, info.default_heads = 2;
     info.default_batch = 32, info.default_time = 12, info.default_d_model = 64;
     info.tiny_batch = 32, info.tiny_time = 8, info.tiny_d_model = 32;
     info.extra = {
@@ -47,10 +49,9 @@ int main(int argc, char** argv) {
                     lesson::joined(answers).c_str());
         const mha::ModelConfig c{V, N, E, H, std::size_t(L.opt.extra.at("--ff")) * E, 2};
         mha::LanguageModel m = mha::make_language_model(c, L.opt.seed);  // V,N,E,H,F,L
-        const mha::ModelTrace t = mha::forward(m, test.x);
+        SHOWN(L, const mha::ModelTrace t = mha::forward(m, test.x));
         L.step("logits = model(x)", "t.logits", t.logits, "B, N, V",
                "logits = model(x)  # tok_emb + pos_emb, 2 causal blocks, norm, head",
-               "const mha::ModelTrace t = mha::forward(m, test.x);",
                lesson::Show::shape_only);
         L.say("^ is BOS, the start of every sequence; y is x shifted by one, the token "
               "to predict at each position. The test sequences, as above, are BOS ++ r ++ "

@@ -14,8 +14,10 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    lesson::Info info{"22_induction_evidence",
-                      "induction heads, the evidence: zeroed heads, one layer", false, 0, 2};
+    lesson::Info info;
+    info.name = "22_induction_evidence";
+    info.summary = "induction heads, the evidence: zeroed heads, one layer";
+    info.default_heads = 2;
     info.default_batch = 32, info.default_time = 12, info.default_d_model = 64;
     info.tiny_batch = 32, info.tiny_time = 8, info.tiny_d_model = 32;
     info.extra = {  // lesson 21's, so that both train the same model

@@ -230,7 +230,10 @@ int main(int argc, char** argv) {
         while (std::getline(printed, line)) {
             if (line.rfind(prefix, 0) != 0) continue;
             const std::string shown = line.substr(prefix.size());
-            if (code.find(without_spaces(shown)) == std::string::npos) {
+            // SHOWN(L, stmt) prints "stmt;" where the source has "stmt)"
+            std::string bare = without_spaces(shown);
+            if (!bare.empty() && bare.back() == ';') bare.pop_back();
+            if (code.find(bare) == std::string::npos) {
                 return fail("the lesson prints 'C++    : " + shown + "' but " +
                             source_file + " has no such code (print it as "
                             "'C++ sketch: ' if it is not the lesson's own)");

@@ -543,6 +543,15 @@ void Lesson::code(const std::string& torch, const std::string& cpp) {
     std::printf("    PyTorch: %s\n    C++    : %s\n", torch.c_str(), cpp.c_str());
 }
 
+std::string Lesson::take_shown(const std::string& what) {
+    if (shown_.empty())
+        throw std::logic_error("the lesson's step '" + what + "' gives no C++ line and "
+                               "no SHOWN() statement comes before it");
+    std::string cpp;
+    cpp.swap(shown_);
+    return cpp;
+}
+
 void Lesson::sketch(const std::string& torch, const std::string& cpp) {
     std::printf("    PyTorch: %s\n    C++ sketch: %s\n", torch.c_str(), cpp.c_str());
 }

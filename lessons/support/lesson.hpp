@@ -16,6 +16,20 @@
 #include "mha/shape.hpp"
 #include "svg.hpp"
 
+/// Runs a statement of a lesson and hands its text to the next step(),
+/// recap() or code() as the C++ line it prints, so that the C++ shown is the
+/// C++ run, written once (as doctest's CHECK prints the expression it tests):
+///
+///     SHOWN(L, const mha::Tensor4 W = e / sum);
+///     L.step("weights = softmax(score, -1)", "weights", W, "B, H, Tq, Tk",
+///            "self.softmax(score)");   // prints "C++    : const mha::Tensor4 W = e / sum;"
+///
+/// It expands to two statements (the declaration must stay in the lesson's
+/// scope): write it on a line of its own, never as the body of an if.
+#define SHOWN(L, ...) \
+    __VA_ARGS__;      \
+    (L).shown(#__VA_ARGS__ ";")
+
 namespace lesson {
 
 /// The flags every lesson takes.
@@ -113,6 +127,11 @@ public:
     /// The PyTorch line and the C++ line of a step that makes no tensor.
     /// The C++ line is code of this lesson (tests check it in the source).
     void code(const std::string& torch, const std::string& cpp);
+    /// The same with the C++ of the last SHOWN().
+    void code(const std::string& torch) { code(torch, take_shown(torch)); }
+    /// Keeps @p cpp, the text of a statement SHOWN() ran, for the next step(),
+    /// recap() or code() that is given no C++ line of its own.
+    void shown(const std::string& cpp) { shown_ = cpp; }
     /// The same for C++ that is not in the lesson (what it would take, or a
     /// bug it does not commit): printed as "C++ sketch:".
     void sketch(const std::string& torch, const std::string& cpp);
@@ -131,11 +150,24 @@ public:
         const bool print = show == Show::numbers && opt.tiny;
         step_values(lhs, name, Values::of(t, print || dumping()), dims, torch, cpp, print);
     }
+    /// The same with the C++ of the last SHOWN(): the line printed is the
+    /// line run.
+    template <class T>
+    void step(const std::string& lhs, const std::string& name, const T& t,
+              const std::string& dims, const std::string& torch, Show show = Show::numbers) {
+        step(lhs, name, t, dims, torch, take_shown(lhs), show);
+    }
     /// An earlier stage done by the core in one line: shape only.
     template <class T>
     void recap(const std::string& lhs, const std::string& name, const T& t,
                const std::string& dims, const std::string& cpp) {
         step_values(lhs, name, Values::of(t, dumping()), dims, "", cpp, false);
+    }
+    /// The same with the C++ of the last SHOWN().
+    template <class T>
+    void recap(const std::string& lhs, const std::string& name, const T& t,
+               const std::string& dims) {
+        recap(lhs, name, t, dims, take_shown(lhs));
     }
     /// With --dump DIR, writes @p t as DIR/<lesson>/<name>.npy without
     /// printing it (the weights the PyTorch scripts load, for example),
@@ -226,6 +258,10 @@ public:
 
 private:
     bool dumping() const { return !opt.dump_dir.empty(); }
+    // The last SHOWN() statement's text, once; a step that asks for one when
+    // there is none is a bug of the lesson: std::logic_error naming @p what.
+    std::string take_shown(const std::string& what);
+    std::string shown_;
     void step_values(const std::string& lhs, const std::string& name, const Values& v,
                      const std::string& dims, const std::string& torch,
                      const std::string& cpp, bool numbers);
