@@ -562,6 +562,12 @@ std::string fixed(double x, int digits) {
     return buf;
 }
 
+std::string sci(double x, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*e", digits, x);
+    return buf;
+}
+
 double median_seconds(const std::function<void()>& f, int runs) {
     f();  // warm-up
     std::vector<double> t;

@@ -309,6 +309,8 @@ svg::Grid grid_of(const mha::Tensor3& t, std::size_t b, const std::string& name)
 
 /// @p x with @p digits decimals, for sentences: fixed(0.61237) is "0.612".
 std::string fixed(double x, int digits = 3);
+/// @p x in scientific notation, for sentences: sci(0.000251) is "2.5e-04".
+std::string sci(double x, int digits = 1);
 
 /// @p v as a line of block characters, lowest to highest, in at most
 /// @p width columns (every k-th value when there are more), then its first
