@@ -2,6 +2,8 @@
 """After Doxygen: every page declares its language (lang="en"), and each run
 of Chinese text from the articles is marked lang="zh-Hans", so that browsers
 pick a CJK font (Noto Sans CJK, fonts-noto-cjk) and read it as Chinese.
+Every SVG picture becomes an <img> that scales to the column (a viewBox added
+where the SVG has none), and the pages with a tree load docs/projector.js.
 
     python3 docs/postprocess.py build/docs/html
 """
@@ -31,14 +33,38 @@ def mark(page):
     return "".join(out)
 
 
+# Pictures that scale to the column (extra.css): Doxygen shows an SVG in an
+# <object>, which keeps the SVG's own width; an <img> of an SVG with a viewBox
+# scales, its caption as its alt text.
+OBJECT = re.compile(r'<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>'
+                    r'(\s*<div class="caption">\s*([^<]*)</div>)?')
+SIZE = re.compile(r"<svg ([^>]*?)width=(['\"])([\d.]+)\2 height=\2([\d.]+)\2")
+
+
+def picture(m):
+    alt = (m.group(3) or m.group(1)).strip().replace('"', "&quot;")
+    return f'<img src="{m.group(1)}" alt="{alt}"/>' + (m.group(2) or "")
+
+
 count = 0
 for path in pathlib.Path(sys.argv[1]).glob("*.html"):
     text = path.read_text(encoding="utf-8")
     if HTML not in text:
         continue
     text = mark(text.replace(HTML, HTML[:-1] + ' lang="en" xml:lang="en">', 1))
+    text = OBJECT.sub(picture, text)
+    # The projector's "contents" button (docs/projector.js), on the pages with a tree.
+    if 'id="side-nav"' in text:
+        text = text.replace("</body>", '<script src="projector.js"></script>\n</body>', 1)
     path.write_text(text, encoding="utf-8")
     count += 1
+for path in pathlib.Path(sys.argv[1]).glob("*.svg"):
+    svg = path.read_text(encoding="utf-8")
+    if "viewBox" not in svg[:400]:
+        svg = SIZE.sub(lambda m: f"<svg {m.group(1)}width={m.group(2)}{m.group(3)}{m.group(2)} "
+                       f"height={m.group(2)}{m.group(4)}{m.group(2)} viewBox="
+                       f"{m.group(2)}0 0 {m.group(3)} {m.group(4)}{m.group(2)}", svg, count=1)
+        path.write_text(svg, encoding="utf-8")
 # Where the docs build could not start Chromium (docs/screenshot.cmake), the
 # explorer's picture becomes a sentence saying so.
 html = pathlib.Path(sys.argv[1])
