@@ -6,6 +6,9 @@ execute_process(COMMAND ${PROGRAM} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE er
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${PROGRAM} ${ARGS} failed (${rc}):\n${out}${err}")
 endif()
-# The SVG lines name the build folder; keep the page independent of it.
-string(REGEX REPLACE "wrote [^\n]*/([a-z0-9_]+\\.svg)" "wrote \\1" out "${out}")
+# The page shows what the lesson taught, not where the build put its pictures:
+# the "  wrote DIR/name.svg" lines (--svg's) go, the pictures are on the page.
+# Twice: two such lines in a row share the newline between them.
+string(REGEX REPLACE "(^|\n)  wrote [^\n]*\\.svg(\n|$)" "\\1" out "${out}")
+string(REGEX REPLACE "(^|\n)  wrote [^\n]*\\.svg(\n|$)" "\\1" out "${out}")
 file(WRITE ${OUT} "${out}")

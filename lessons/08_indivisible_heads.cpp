@@ -39,7 +39,7 @@ mha::Tensor3 floored_attention(const mha::Tensor3& q, const mha::Tensor3& k,
 int main(int argc, char** argv) {
     // The article's 7 heads by default; --heads must not divide --d-model.
     lesson::Info info{"08_indivisible_heads",
-                      "pitfall: num_heads that does not divide d_model", false, 16.7};
+                      "pitfall: num_heads that does not divide d_model", false, 21.1};
     info.default_heads = 7;
     info.heads_divide = false;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);
         const mha::MultiHeadAttention m(E, 1, mha::Init::xavier(L.opt.seed));
+        L.dump("X0", xt::view(X, xt::range(0, 1))), L.dump_layers(m);  // lessons/pytorch/
         mha::Tensor3 q = mha::linear(X, m.wq), k = mha::linear(X, m.wk);
         mha::Tensor3 v = mha::linear(X, m.wv);  // [B, T, E] each
         const mha::Tensor3 out = floored_attention(q, k, v, bad, D);

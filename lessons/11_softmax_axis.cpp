@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include <xtensor/xmanipulation.hpp>
+#include <xtensor/xview.hpp>
 
 #include "mha/attend.hpp"
 #include "mha/attention.hpp"
@@ -51,7 +52,7 @@ Both attention(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"11_softmax_axis", "pitfall: softmax over dim=-2", true, 0};
+    const lesson::Info info{"11_softmax_axis", "pitfall: softmax over dim=-2", true, 4.9};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -66,6 +67,11 @@ int main(int argc, char** argv) {
         const Both base = attention(m, X, causal);
         const mha::Tensor4 &right_w = base.right_w, &wrong_w = base.wrong_w;
         const mha::Tensor3 &right = base.right, &wrong = base.wrong;
+        // With --dump: sequence 0 of each, and the weights, for lessons/pytorch/
+        const auto seq0 = [](const auto& t) { return xt::view(t, xt::range(0, 1)); };
+        L.dump("X0", seq0(X)), L.dump_layers(m), L.dump("right0", seq0(right));
+        L.dump("right_w0", seq0(right_w)), L.dump("wrong_w0", seq0(wrong_w));
+        L.dump("wrong0", seq0(wrong));
         L.code("torch.softmax(score, dim=-2)",
                "W = xt::transpose(mha::softmax(St), {0, 1, 3, 2});");
         const std::size_t n = std::min<std::size_t>(T, 6);

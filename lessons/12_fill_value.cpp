@@ -48,7 +48,7 @@ float to_half(float x) {
 
 int main(int argc, char** argv) {
     const lesson::Info info{"12_fill_value", "pitfall: -inf, -1e10, -1e9 and empty rows",
-                            true, 0};
+                            true, 0.9};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
         const mha::Tensor4 w_inf = mha::softmax(mha::apply_mask(S, causal));
         const mha::Tensor4 w_1e10 = mha::softmax(mha::apply_mask(S, causal, -1e10f));
         const mha::Tensor4 w_1e9 = mha::softmax(mha::apply_mask(S, causal, -1e9f));
+        // With --dump: sequence 0 of each, for lessons/pytorch/
+        const auto seq0 = [](const mha::Tensor4& t) { return xt::view(t, xt::range(0, 1)); };
+        L.dump("S0", seq0(S)), L.dump("w_inf0", seq0(w_inf));
+        L.dump("w_1e10_0", seq0(w_1e10)), L.dump("w_1e9_0", seq0(w_1e9));
         L.code("energy.masked_fill(mask == 0, -1e10)",
                "mha::softmax(mha::apply_mask(S, causal, -1e10f))");
         const double d10 = mha::max_abs_diff(w_inf, w_1e10);
@@ -92,6 +96,8 @@ int main(int argc, char** argv) {
         const mha::Tensor4 t_inf = textbook_softmax(mha::apply_mask(S, pad));
         const mha::Tensor4 t_1e10 = textbook_softmax(mha::apply_mask(S, pad, -1e10f));
         const mha::Tensor4 c_inf = mha::softmax(mha::apply_mask(S, pad));
+        L.dump("t_inf0", seq0(t_inf)), L.dump("t_1e10_0", seq0(t_1e10));
+        L.dump("c_inf0", seq0(c_inf));
         std::printf("weights of sequence 0, query 0, first keys (1/T = %.4f):\n", 1.0 / T);
         const std::size_t n = std::min<std::size_t>(T, 5);
         auto row = [&](const char* what, const mha::Tensor4& w) {

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
         L.sketch("torch.softmax(S, dim=-1)",
                  "exp(S - amax(S, {3}, keep_dims)) / sum(exp(...), {3}, keep_dims)");
         L.let("n", n);
+        L.dump("s", s);  // with --dump: the block of scores, for lessons/pytorch/
         L.step("lazy one-liner", "lazy", lazy, "1, 1, n, n", "", "");
         L.step("reducers evaluated first", "right", right, "1, 1, n, n", "(the same softmax)");
         std::string l = "lazy one-liner, row 0: ", r = "evaluated first, row 0:";

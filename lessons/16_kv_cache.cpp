@@ -23,7 +23,7 @@
 
 int main(int argc, char** argv) {
     const lesson::Info info{"16_kv_cache", "prefill a prompt, then decode one position at a time",
-                            true, 49.0};
+                            true, 53.6};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         using lesson::fixed;
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]: the whole sequence
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
+        L.dump("X0", xt::view(X, xt::range(0, 1))), L.dump_layers(m);  // lessons/pytorch/
         const mha::Mask causal = mha::causal_mask(T, T);
         const mha::AttentionOutput all = m.forward(X, X, X, &causal);
         const mha::Tensor3& full = all.output;  // [B, T, E]

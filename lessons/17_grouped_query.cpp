@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
             xt::view(full.wv.bias, rows(h)) = xt::view(gqa.wv.bias, rows(h / group));
         }
         L.step("wk with each kv head's rows repeated", "full.wk", full.wk.weight, "E, E",
-               "k_proj.weight.repeat_interleave(H // H_kv, dim=0)",
+               "k_proj.weight.view(H_kv, D, E)"
+               ".repeat_interleave(H // H_kv, dim=0).view(E, E)",
                "xt::view(full.wk.weight, rows(h)) = xt::view(gqa.wk.weight, rows(h / group));");
         const mha::Mask causal = mha::causal_mask(T, T);
         const mha::Tensor3 y_gqa = gqa.forward(X, X, X, &causal).output;   // [B, T, E]

@@ -53,10 +53,12 @@ class Lesson:
     def section(self, title):
         print(f"\n== {title} " + "=" * max(3, 86 - len(title)))
 
-    def show(self, what, name, ours, dump=None):
+    def show(self, what, name, ours, dump=None, seq0=False):
         """Prints ours under the lesson's heading and compares it with the
-        C++ tensor dumped as `dump` (default: name)."""
+        C++ tensor dumped as `dump` (default: name); with seq0, with its
+        sequence 0 only (a lesson that dumps only sequence 0's inputs)."""
         theirs = self.load(dump or name)
+        theirs = theirs[:1] if seq0 else theirs
         if ours.dtype == torch.bool or theirs.dtype == torch.bool:
             diff = float((ours.bool() != theirs.bool()).sum())
         else:
