@@ -11,6 +11,7 @@
 #include "mha/linear.hpp"
 #include "mha/mask.hpp"
 #include "mha/shape.hpp"
+#include "mha/variants/mods.hpp"
 
 namespace mha {
 
@@ -24,6 +25,15 @@ struct KVCache;  // kv_cache.hpp
 struct AttentionOutput {
     Tensor3 output;   ///< `[B, Tq, E]`
     Tensor4 weights;  ///< `[B, H, Tq, Tk]`, one set per head, not averaged
+};
+
+/// What a variant changes in forward_stages(): a score_mod, then a
+/// mask_mod, on the scaled scores (\ref variants). Empty functions change
+/// nothing: `Mods{}` is the articles' attention without a mask.
+struct Mods {
+    ScoreMod score_mod;     ///< empty, or the new score (ALiBi, soft-cap, a bias)
+    MaskMod mask_mod;       ///< empty (every key), or true = may attend
+    float fill = kNegInf;   ///< what hidden scores become
 };
 
 /// Every tensor of the articles' forward, stage by stage: what
@@ -98,6 +108,18 @@ public:
                           const Tensor3& value, const Mask* mask = nullptr,
                           float fill = kNegInf,
                           const Tensor4* score_bias = nullptr) const;
+
+    /// forward_stages() with a variant: the scores go through
+    /// `mods.score_mod`, then `mods.mask_mod` (\ref variants). The overload
+    /// above is this one with the mods reading its mask and bias tensors.
+    /// @param query `[B, Tq, E]`
+    /// @param key   `[B, Tk, E]`
+    /// @param value `[B, Tk, E]`
+    /// @param mods  the score_mod, the mask_mod and the fill
+    /// @return      every stage's tensor, output `[B, Tq, E]` last
+    /// @throws std::invalid_argument naming the shapes when they do not fit.
+    Stages forward_stages(const Tensor3& query, const Tensor3& key,
+                          const Tensor3& value, const Mods& mods) const;
 
     /// The same numbers as forward_stages() (within float rounding, 1e-5
     /// in the tests), fast: the engine in src/mha/fast/ (mha::fast) never
