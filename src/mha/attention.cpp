@@ -121,6 +121,10 @@ Stages MultiHeadAttention::forward_stages(const Tensor3& query, const Tensor3& k
     s.q = split_heads(linear(query, wq), H);            // [B, H, Tq, D]    stages 1, 2
     s.k = split_heads(linear(key, wk), H_kv);           // [B, H_kv, Tk, D]
     s.v = split_heads(linear(value, wv), H_kv);         // [B, H_kv, Tk, D]
+    if (mods.rope) {                                    // positions 0.. of each
+        s.q = apply_rope(s.q, *mods.rope);              // [B, H, Tq, D]
+        s.k = apply_rope(s.k, *mods.rope);              // [B, H_kv, Tk, D]
+    }
     s.scores = scaled_scores(s.q, s.k);                 // [B, H, Tq, Tk]   stage 3
     if (mods.score_mod)                                 //                  stage 4
         s.scores = apply_score_mod(s.scores, mods.score_mod);

@@ -62,6 +62,24 @@ ReferenceOutput reference_forward(const MultiHeadAttention& m,
     linear_loops(query.data(), m.wq, B * Tq, q.data());
     linear_loops(key.data(), m.wk, B * Tk, k.data());
     linear_loops(value.data(), m.wv, B * Tk, v.data());
+    if (mods.rope) {
+        // pass 1b: RoPE. Each pair (x1, x2) of a head turns by pos * freq_p:
+        // query row t and key row t at position t, every head
+        check_rope(*mods.rope, D);
+        auto turn = [&](double* x, std::size_t pos) {  // one head, D values
+            for (std::size_t p = 0; p < D / 2; ++p) {
+                const double a = double(pos) * rope_frequency(p, D, mods.rope->theta);
+                const auto [i, j] = rope_pair(p, D, mods.rope->style);
+                const double x1 = x[i], x2 = x[j];
+                x[i] = x1 * std::cos(a) - x2 * std::sin(a);
+                x[j] = x1 * std::sin(a) + x2 * std::cos(a);
+            }
+        };
+        for (std::size_t r = 0; r < B * Tq; ++r)
+            for (std::size_t h = 0; h < H; ++h) turn(&q[r * E + h * D], r % Tq);
+        for (std::size_t r = 0; r < B * Tk; ++r)
+            for (std::size_t g = 0; g < Ekv / D; ++g) turn(&k[r * Ekv + g * D], r % Tk);
+    }
 
     ReferenceOutput out;
     out.weights = xt::xtensor<double, 4>::from_shape({B, H, Tq, Tk});

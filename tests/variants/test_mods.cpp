@@ -182,7 +182,7 @@ TEST_CASE("variants: forward_stages and reference_forward with each equal the or
             if (v.self_only && c.Tq != Tk) continue;
             for (float fill : {mha::kNegInf, -1e10f}) {
                 CAPTURE(v.name); CAPTURE(c.Tq); CAPTURE(c.H); CAPTURE(c.H_kv); CAPTURE(fill);
-                const mha::Mods mods{v.score_mod, v.mask_mod, fill};
+                const mha::Mods mods{v.score_mod, v.mask_mod, fill, {}};
                 const Oracle want = oracle(m, x, y, v.sees, v.bias, fill);
                 const mha::Stages s = m.forward_stages(x, y, y, mods);
                 CHECK(mha::max_abs_diff(s.output, want.output) < 2e-5);
@@ -217,7 +217,7 @@ TEST_CASE("variants: apply_mask and add_score_bias are the mods reading a tensor
     const mha::Tensor4 b4 = bias;
     const mha::Stages a = m.forward_stages(x, y, y, &mask, mha::kNegInf, &b4);
     const mha::Stages b = m.forward_stages(
-        x, y, y, mha::Mods{mha::bias_mod_of(b4), mha::mask_mod_of(mask), mha::kNegInf});
+        x, y, y, mha::Mods{mha::bias_mod_of(b4), mha::mask_mod_of(mask), mha::kNegInf, {}});
     CHECK(a.output == b.output);
 }
 
@@ -287,7 +287,7 @@ TEST_CASE("variants: a row that sees nothing, as apply_mask treats it") {
                                                 pad);
     for (float fill : {mha::kNegInf, -1e10f}) {
         CAPTURE(fill);
-        const mha::Stages s = m.forward_stages(x, x, x, mha::Mods{{}, mod, fill});
+        const mha::Stages s = m.forward_stages(x, x, x, mha::Mods{{}, mod, fill, {}});
         const mha::Stages t = m.forward_stages(x, x, x, &tensor, fill);
         CHECK(s.output == t.output);
         const Oracle want = oracle(
@@ -344,9 +344,9 @@ TEST_CASE("variants: bad arguments are one clear line") {
     const mha::MultiHeadAttention m(8, 2, mha::Init::xavier(3630));
     const mha::Tensor3 x = mha::randn(1, 4, 8, rng), y = mha::randn(1, 6, 8, rng);
     const xt::xtensor<std::int64_t, 2> ids = xt::zeros<std::int64_t>({1, 4});
-    CHECK_THROWS_WITH_AS(m.forward_stages(x, y, y, mha::Mods{{}, mha::documents(ids)}),
+    CHECK_THROWS_WITH_AS(m.forward_stages(x, y, y, mha::Mods{{}, mha::documents(ids), mha::kNegInf, {}}),
                          doctest::Contains("Tq = Tk = T"), std::invalid_argument);
     // ALiBi made for fewer heads than the module has
-    CHECK_THROWS_WITH_AS(m.forward_stages(x, x, x, mha::Mods{mha::alibi(1), {}}),
+    CHECK_THROWS_WITH_AS(m.forward_stages(x, x, x, mha::Mods{mha::alibi(1), {}, mha::kNegInf, {}}),
                          doctest::Contains("alibi(H)"), std::invalid_argument);
 }
