@@ -31,7 +31,7 @@ struct AttentionOutput {
 
 /// What a variant changes in forward_stages(): RoPE on the split q and k
 /// (\ref rope), then a score_mod, then a mask_mod on the scaled scores
-/// (\ref variants). Empty members change nothing: `Mods{}` is the
+/// (\ref mods). Empty members change nothing: `Mods{}` is the
 /// articles' attention without a mask.
 struct Mods {
     ScoreMod score_mod;        ///< empty, or the new score (ALiBi, soft-cap, a bias)
@@ -114,7 +114,7 @@ public:
                           const Tensor4* score_bias = nullptr) const;
 
     /// forward_stages() with a variant: q and k turned by `mods.rope`, the
-    /// scores through `mods.score_mod`, then `mods.mask_mod` (\ref variants). The overload
+    /// scores through `mods.score_mod`, then `mods.mask_mod` (\ref mods). The overload
     /// above is this one with the mods reading its mask and bias tensors.
     /// @param query `[B, Tq, E]`
     /// @param key   `[B, Tk, E]`

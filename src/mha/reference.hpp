@@ -37,7 +37,7 @@ ReferenceOutput reference_forward(const MultiHeadAttention& m,
                                   float fill = kNegInf,
                                   const Tensor4* score_bias = nullptr);
 
-/// reference_forward() with a variant (\ref variants): RoPE turns the
+/// reference_forward() with a variant (\ref mods): RoPE turns the
 /// projections in double (written out again, in loops), each score in double
 /// is handed to `mods.score_mod` as a float, then `mods.mask_mod` decides
 /// whether it is replaced by `mods.fill`. The overload above is this one

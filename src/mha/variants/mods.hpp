@@ -18,7 +18,7 @@
 
 namespace mha {
 
-/// @defgroup variants Variants: mask_mod and score_mod
+/// @defgroup mods Variants: mask_mod and score_mod
 /// @brief Causal, windows, sinks, prefix-LM, documents, ALiBi, soft-capping:
 ///        each a few lines, each one of two small functions.
 ///
