@@ -128,7 +128,9 @@ std::vector<Variant> variants(long H) {
                  {}});
     v.push_back({"alibi, causal", mha::causal_mod(), mha::alibi(std::size_t(H)),
                  [](long, long, long i, long j) { return j <= i; },
-                 [H](double s, long, long h, long i, long j) { return s - slope(H, h) * (i - j); }});
+                 [H](double s, long, long h, long i, long j) {
+                     return s - slope(H, h) * (i - j);
+                 }});
     v.push_back({"softcap 0.5, window 3", mha::sliding_window(3), mha::softcap(0.5f),
                  [](long, long, long i, long j) { return i - 3 < j && j <= i; },
                  [](double s, long, long, long, long) { return 0.5 * std::tanh(s / 0.5); }});
@@ -290,9 +292,10 @@ TEST_CASE("variants: a row that sees nothing, as apply_mask treats it") {
         const mha::Stages s = m.forward_stages(x, x, x, mha::Mods{{}, mod, fill, {}});
         const mha::Stages t = m.forward_stages(x, x, x, &tensor, fill);
         CHECK(s.output == t.output);
-        const Oracle want = oracle(
-            m, x, x, [](long b, long, long i, long j) { return b == 1 && j < 4 && i - 2 < j && j <= i; },
-            {}, fill);
+        const Sees sees = [](long b, long, long i, long j) {
+            return b == 1 && j < 4 && i - 2 < j && j <= i;  // sequence 0 sees nothing
+        };
+        const Oracle want = oracle(m, x, x, sees, {}, fill);
         CHECK(mha::max_abs_diff(s.output, want.output) < 2e-5);
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t j = 0; j < T; ++j)
@@ -316,7 +319,8 @@ TEST_CASE("variants: ALiBi slopes as the paper gives them") {
     check(8, {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625});
     check(6, {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125});
     check(12, {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
-               std::pow(2.0, -0.5), std::pow(2.0, -1.5), std::pow(2.0, -2.5), std::pow(2.0, -3.5)});
+               std::pow(2.0, -0.5), std::pow(2.0, -1.5), std::pow(2.0, -2.5),
+               std::pow(2.0, -3.5)});
     std::vector<double> sixteen;
     for (int h = 1; h <= 16; ++h) sixteen.push_back(std::pow(2.0, -0.5 * h));
     check(16, sixteen);
@@ -344,9 +348,11 @@ TEST_CASE("variants: bad arguments are one clear line") {
     const mha::MultiHeadAttention m(8, 2, mha::Init::xavier(3630));
     const mha::Tensor3 x = mha::randn(1, 4, 8, rng), y = mha::randn(1, 6, 8, rng);
     const xt::xtensor<std::int64_t, 2> ids = xt::zeros<std::int64_t>({1, 4});
-    CHECK_THROWS_WITH_AS(m.forward_stages(x, y, y, mha::Mods{{}, mha::documents(ids), mha::kNegInf, {}}),
-                         doctest::Contains("Tq = Tk = T"), std::invalid_argument);
+    const mha::Mods docs{{}, mha::documents(ids), mha::kNegInf, {}};
+    CHECK_THROWS_WITH_AS(m.forward_stages(x, y, y, docs), doctest::Contains("Tq = Tk = T"),
+                         std::invalid_argument);
     // ALiBi made for fewer heads than the module has
-    CHECK_THROWS_WITH_AS(m.forward_stages(x, x, x, mha::Mods{mha::alibi(1), {}, mha::kNegInf, {}}),
-                         doctest::Contains("alibi(H)"), std::invalid_argument);
+    const mha::Mods one_slope{mha::alibi(1), {}, mha::kNegInf, {}};
+    CHECK_THROWS_WITH_AS(m.forward_stages(x, x, x, one_slope), doctest::Contains("alibi(H)"),
+                         std::invalid_argument);
 }

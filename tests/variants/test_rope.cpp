@@ -99,7 +99,8 @@ TEST_CASE("RoPE: norms are kept, and R(a) R(b) = R(a + b)") {
                     CHECK(std::sqrt(n1) == doctest::Approx(std::sqrt(n0)).epsilon(1e-6));
                 }
         }
-        for (auto [a, b] : {std::pair<std::size_t, std::size_t>{3, 5}, {1000, 24}, {4096, 4096}}) {
+        using Pair = std::pair<std::size_t, std::size_t>;
+        for (auto [a, b] : {Pair{3, 5}, Pair{1000, 24}, Pair{4096, 4096}}) {
             CAPTURE(a); CAPTURE(b);
             const mha::Tensor4 twice = mha::apply_rope(mha::apply_rope(x, r, b), r, a);
             CHECK(mha::max_abs_diff(twice, mha::apply_rope(x, r, a + b)) < 1e-5);
