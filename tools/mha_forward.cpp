@@ -13,8 +13,8 @@
 // it also writes every gradient under PyTorch's names, for torch.autograd
 // to compare with. A query whose keys are all
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
-// The variants of today's models (--window, --sinks, --prefix, --alibi,
-// --softcap, --rope) are mha/variants' mask_mods, score_mods and RoPE.
+// The variants of today's models (--window, --sinks, --prefix, --documents,
+// --alibi, --softcap, --rope) are mha/variants' mask_mods, score_mods, RoPE.
 //
 //   mha_forward --block --weights DIR --num-heads H --query X.npy --out DIR
 //   mha_forward --model DIR --num-heads H --tokens IDS.npy --out DIR [--layer-weights]
@@ -87,6 +87,7 @@ variants (docs: variants page), self-attention:
   --window W       sliding window: query i sees keys i-W+1 .. i (Mistral, Gemma)
   --sinks S        with --window: keys 0..S-1 stay visible too (StreamingLLM)
   --prefix P       prefix-LM: keys 0..P-1 seen by every query, causal after them
+  --documents IDS.npy  int64 [B, T], packed documents: own document, causally
   --alibi          ALiBi: score - m_h (i - j), m_h = 2^(-8h/H) (BLOOM, MPT)
   --softcap C      C tanh(score / C) before ALiBi and the masks (Gemma 2: 50)
   --rope interleaved|half  RoPE on q and k: pairs (2p, 2p+1) as llama2.c, or
@@ -103,7 +104,7 @@ const char* const kValued[] = {"--weights", "--num-heads", "--query", "--key", "
                                "--attn-mask", "--key-padding-mask", "--keep-mask",
                                "--fill", "--out", "--num-kv-heads", "--grad-output",
                                "--model", "--tokens", "--window", "--sinks", "--prefix",
-                               "--softcap", "--rope", "--rope-theta"};
+                               "--softcap", "--rope", "--rope-theta", "--documents"};
 const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental", "--block",
                                  "--layer-weights", "--alibi"};
 
@@ -112,10 +113,12 @@ const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental", "-
 const char* const kOnlyAttention[] = {"--key", "--value", "--attn-mask", "--key-padding-mask",
                                       "--keep-mask", "--fill", "--num-kv-heads", "--no-weights",
                                       "--incremental", "--window", "--sinks", "--prefix",
-                                      "--alibi", "--softcap", "--rope", "--rope-theta"};
+                                      "--alibi", "--softcap", "--rope", "--rope-theta",
+                                      "--documents"};
 // The variants that number the positions of one sequence: they mean nothing
 // across two (cross-attention).
-const char* const kPositional[] = {"--window", "--sinks", "--prefix", "--alibi", "--rope"};
+const char* const kPositional[] = {"--window", "--sinks", "--prefix", "--documents", "--alibi",
+                                   "--rope"};
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
     std::map<std::string, std::string> args;
@@ -162,8 +165,9 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
         throw Bad("--grad-output needs the weights: not with --incremental or --no-weights");
     if (args.count("--sinks") && !args.count("--window"))
         throw Bad("--sinks S keeps the first S keys beside a window: give --window W too");
-    if (args.count("--prefix") && (args.count("--causal") || args.count("--window")))
-        throw Bad("--prefix P is causal after the prefix: not with --causal or --window");
+    for (const char* flag : {"--causal", "--window", "--documents"})
+        if (args.count("--prefix") && args.count(flag))
+            throw Bad(std::string("--prefix P is causal after the prefix: no ") + flag);
     if (args.count("--rope-theta") && !args.count("--rope"))
         throw Bad("--rope-theta goes with --rope interleaved|half");
     for (const char* flag : kPositional)
@@ -174,7 +178,8 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
             throw Bad(std::string("--grad-output: the backward has no ") + flag +
                       " (it has the masks and --alibi)");
     if (args.count("--incremental")) {
-        for (const char* flag : {"--window", "--sinks", "--prefix", "--alibi", "--softcap"})
+        for (const char* flag :
+             {"--window", "--sinks", "--prefix", "--documents", "--alibi", "--softcap"})
             if (args.count(flag))
                 throw Bad(std::string("--incremental decodes through a causal cache: no ") + flag +
                           " (--rope, yes)");
@@ -223,7 +228,8 @@ std::optional<mha::Rope> parse_rope(const std::map<std::string, std::string>& ar
                   style + "'");
     mha::Rope r;
     r.style = style == "half" ? mha::RopeStyle::half : mha::RopeStyle::interleaved;
-    if (args.count("--rope-theta")) r.theta = parse_positive("--rope-theta", args.at("--rope-theta"));
+    if (args.count("--rope-theta"))
+        r.theta = parse_positive("--rope-theta", args.at("--rope-theta"));
     return r;
 }
 
@@ -407,6 +413,16 @@ int mha_forward_main(int argc, char** argv) {
         if (args.count("--prefix"))
             add(mha::mask_of(mha::prefix_lm(parse_heads("--prefix", at("--prefix"))), 1, 1, Tq,
                              Tk));
+        if (args.count("--documents")) {
+            const xt::xtensor<std::int64_t, 2> ids =
+                mha::load_npy_int(at("--documents"), "documents [B, T]", 2);
+            if (ids.shape(0) != B || ids.shape(1) != Tq) {
+                throw Bad(at("--documents") + ": documents " + mha::shape_of(ids) +
+                          " do not fit the query's [B, T] = [" + std::to_string(B) + ", " +
+                          std::to_string(Tq) + "]");
+            }
+            add(mha::mask_of(mha::documents(ids), B, 1, Tq, Tk));  // [B, 1, T, T]
+        }
         if (args.count("--alibi")) {
             const mha::Tensor4 zero = xt::zeros<float>({std::size_t(1), H, Tq, Tk});
             const mha::Tensor4 alibi = mha::apply_score_mod(zero, mha::alibi(H));  // [1, H, Tq, Tk]

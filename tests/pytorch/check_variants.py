@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The variants of today's models, against PyTorch: mha_forward's --window,
---sinks, --prefix, --alibi, --softcap and --rope (both conventions, a theta,
+--sinks, --prefix, --documents, --alibi, --softcap and --rope (both conventions, a theta,
 through the KV cache with --incremental), alone and combined, with
 grouped-query attention.
 
@@ -30,15 +30,18 @@ if len(sys.argv) != 2:
 FORWARD = sys.argv[1]
 
 
-def run(state, H, x, flags):
-    """mha_forward on a state_dict and input x; its output and weights (or None)."""
+def run(state, H, x, flags, ids=None):
+    """mha_forward on a state_dict and input x (and document ids, the file IDS
+    in flags); its output and weights (or None)."""
     with tempfile.TemporaryDirectory() as d:
         os.makedirs(f"{d}/w")
         for k, v in state.items():
             np.save(f"{d}/w/{k}.npy", v.numpy())
         np.save(f"{d}/x.npy", x.numpy())
+        if ids is not None:
+            np.save(f"{d}/ids.npy", ids.numpy())
         args = [FORWARD, "--weights", f"{d}/w", "--num-heads", str(H), "--query", f"{d}/x.npy",
-                "--out", f"{d}/out"] + flags.split()
+                "--out", f"{d}/out"] + flags.replace("IDS", f"{d}/ids.npy").split()
         subprocess.run(args, check=True, capture_output=True)
         w = f"{d}/out/attn_weights.npy"
         return (torch.from_numpy(np.load(f"{d}/out/output.npy")),
@@ -69,7 +72,7 @@ def rope(t, style, theta):
 
 
 def attend(state, x, H, H_kv, keep=None, alibi=False, cap=None, rope_style=None, theta=1e4):
-    """The forward written out; keep(i, j) [T, T] bool, True = may attend."""
+    """The forward written out; keep(i, j) bool [T, T] or [B, 1, T, T], True = may attend."""
     B, T, E = x.shape
     D = E // H
     lin = lambda name, t: t @ state[f"{name}.weight"].T
@@ -97,6 +100,8 @@ causal = lambda i, j: j <= i
 window = lambda W: lambda i, j: (j <= i) & (j > i - W)
 sinks = lambda S, W: lambda i, j: (j <= i) & ((j < S) | (j > i - W))
 prefix = lambda P: lambda i, j: (j < P) | (j <= i)
+# ids [B, T]: the same document (ids[b, i] == ids[b, j]) and causal, [B, 1, T, T]
+documents = lambda ids: lambda i, j: ((ids[:, :, None] == ids[:, None, :]) & (j <= i))[:, None]
 
 torch.manual_seed(0)
 results = []
@@ -133,6 +138,14 @@ with torch.no_grad():
             got, got_w = run(state, H, x, f"{kv} {flags}")
             assert got_w is None, f"{flags} wrote attn_weights.npy"
             results.append((f"H={H} H_kv={H_kv} {flags}", attend(state, x, H, H_kv, **kw)[0], got))
+        ids = torch.tensor([[0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2], [5] * 6 + [7] * 5])  # int64 [B, T]
+        for flags, kw in [("--documents IDS", dict(keep=documents(ids))),
+                          ("--documents IDS --rope half --alibi",
+                           dict(keep=documents(ids), rope_style="half", alibi=True))]:
+            want, want_w = attend(state, x, H, H_kv, **kw)
+            got, got_w = run(state, H, x, f"{kv} {flags}", ids)
+            results.append((f"H={H} H_kv={H_kv} {flags}", want, got))
+            results.append(("  its weights", want_w, got_w))
         for style in ["interleaved", "half"]:
             want = attend(state, x, H, H_kv, keep=causal, rope_style=style)[0]
             got, _ = run(state, H, x, f"{kv} --rope {style} --incremental")

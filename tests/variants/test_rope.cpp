@@ -166,7 +166,7 @@ TEST_CASE("RoPE: forward_stages with RoPE equals the oracle" * doctest::test_sui
     }
 }
 
-TEST_CASE("RoPE: the KV cache keeps keys turned; decoding equals the causal forward" *
+TEST_CASE("RoPE: the KV cache keeps keys turned, decoding equals the causal forward" *
           doctest::test_suite("oracle")) {
     struct Shape {
         std::size_t B, prompt, steps, E, H;

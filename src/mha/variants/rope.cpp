@@ -11,7 +11,7 @@ namespace mha {
 void check_rope(const Rope& rope, std::size_t d) {
     if (d == 0 || d % 2 != 0) {
         fail("RoPE: head_dim D = " + std::to_string(d) +
-             " is odd; RoPE turns pairs of coordinates, so D must be even");
+             " is odd; RoPE turns pairs: D must be even");
     }
     if (!(rope.theta > 0.0)) {
         fail("RoPE: theta = " + std::to_string(rope.theta) + "; it must be above 0 (10000)");
