@@ -13,6 +13,8 @@
 // it also writes every gradient under PyTorch's names, for torch.autograd
 // to compare with. A query whose keys are all
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
+// The variants of today's models (--window, --sinks, --prefix, --documents,
+// --alibi, --softcap, --rope) are mha/variants' mask_mods, score_mods, RoPE.
 //
 //   mha_forward --block --weights DIR --num-heads H --query X.npy --out DIR
 //   mha_forward --model DIR --num-heads H --tokens IDS.npy --out DIR [--layer-weights]
@@ -37,6 +39,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
 #include "mha/attention.hpp"
@@ -45,6 +48,8 @@
 #include "mha/io/model_io.hpp"
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
+#include "mha/variants/mods.hpp"
+#include "mha/variants/rope.hpp"
 
 namespace {
 
@@ -77,6 +82,17 @@ more:
   --incremental      self-attention through a KV cache, causal; only output.npy
   --grad-output G.npy  dL/d output (or logits): also every gradient as PyTorch
                      names it (in_proj_weight.grad.npy ..., query.grad.npy)
+
+variants (docs: variants page), self-attention:
+  --window W       sliding window: query i sees keys i-W+1 .. i (Mistral, Gemma)
+  --sinks S        with --window: keys 0..S-1 stay visible too (StreamingLLM)
+  --prefix P       prefix-LM: keys 0..P-1 seen by every query, causal after them
+  --documents IDS.npy  int64 [B, T], packed documents: own document, causally
+  --alibi          ALiBi: score - m_h (i - j), m_h = 2^(-8h/H) (BLOOM, MPT)
+  --softcap C      C tanh(score / C) before ALiBi and the masks (Gemma 2: 50)
+  --rope interleaved|half  RoPE on q and k: pairs (2p, 2p+1) as llama2.c, or
+                   (p, p+D/2) as Hugging Face; --incremental caches keys turned
+  --rope-theta X   RoPE's base (10000)
 )";
 
 struct Bad : std::invalid_argument {
@@ -87,15 +103,22 @@ struct Bad : std::invalid_argument {
 const char* const kValued[] = {"--weights", "--num-heads", "--query", "--key", "--value",
                                "--attn-mask", "--key-padding-mask", "--keep-mask",
                                "--fill", "--out", "--num-kv-heads", "--grad-output",
-                               "--model", "--tokens"};
+                               "--model", "--tokens", "--window", "--sinks", "--prefix",
+                               "--softcap", "--rope", "--rope-theta", "--documents"};
 const char* const kSwitches[] = {"--causal", "--no-weights", "--incremental", "--block",
-                                 "--layer-weights"};
+                                 "--layer-weights", "--alibi"};
 
 // What the block and the model take besides their inputs; anything else
 // given with them makes no sense there.
 const char* const kOnlyAttention[] = {"--key", "--value", "--attn-mask", "--key-padding-mask",
                                       "--keep-mask", "--fill", "--num-kv-heads", "--no-weights",
-                                      "--incremental"};
+                                      "--incremental", "--window", "--sinks", "--prefix",
+                                      "--alibi", "--softcap", "--rope", "--rope-theta",
+                                      "--documents"};
+// The variants that number the positions of one sequence: they mean nothing
+// across two (cross-attention).
+const char* const kPositional[] = {"--window", "--sinks", "--prefix", "--documents", "--alibi",
+                                   "--rope"};
 
 std::map<std::string, std::string> parse(int argc, char** argv) {
     std::map<std::string, std::string> args;
@@ -140,7 +163,26 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
         throw Bad("--key and --value go together: both, or neither for self-attention");
     if (args.count("--grad-output") && (args.count("--incremental") || args.count("--no-weights")))
         throw Bad("--grad-output needs the weights: not with --incremental or --no-weights");
+    if (args.count("--sinks") && !args.count("--window"))
+        throw Bad("--sinks S keeps the first S keys beside a window: give --window W too");
+    for (const char* flag : {"--causal", "--window", "--documents"})
+        if (args.count("--prefix") && args.count(flag))
+            throw Bad(std::string("--prefix P is causal after the prefix: no ") + flag);
+    if (args.count("--rope-theta") && !args.count("--rope"))
+        throw Bad("--rope-theta goes with --rope interleaved|half");
+    for (const char* flag : kPositional)
+        if (args.count(flag) && args.count("--key"))
+            throw Bad(std::string(flag) + " numbers one sequence's positions: no --key, --value");
+    for (const char* flag : {"--softcap", "--rope"})
+        if (args.count(flag) && args.count("--grad-output"))
+            throw Bad(std::string("--grad-output: the backward has no ") + flag +
+                      " (it has the masks and --alibi)");
     if (args.count("--incremental")) {
+        for (const char* flag :
+             {"--window", "--sinks", "--prefix", "--documents", "--alibi", "--softcap"})
+            if (args.count(flag))
+                throw Bad(std::string("--incremental decodes through a causal cache: no ") + flag +
+                          " (--rope, yes)");
         if (args.count("--key")) throw Bad("--incremental is self-attention: no --key, --value");
         for (const char* mask : {"--attn-mask", "--key-padding-mask", "--keep-mask"})
             if (args.count(mask))
@@ -168,6 +210,29 @@ float parse_fill(const std::string& text) {
     return v;
 }
 
+// --softcap C, --rope-theta X: a finite number above 0.
+double parse_positive(const std::string& flag, const std::string& text) {
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0)
+        throw Bad(flag + " must be a number above 0, not '" + text + "'");
+    return v;
+}
+
+std::optional<mha::Rope> parse_rope(const std::map<std::string, std::string>& args) {
+    if (!args.count("--rope")) return std::nullopt;
+    const std::string style = args.at("--rope");
+    if (style != "interleaved" && style != "half")
+        throw Bad("--rope must be interleaved (llama2.c) or half (Hugging Face), not '" +
+                  style + "'");
+    mha::Rope r;
+    r.style = style == "half" ? mha::RopeStyle::half : mha::RopeStyle::interleaved;
+    if (args.count("--rope-theta"))
+        r.theta = parse_positive("--rope-theta", args.at("--rope-theta"));
+    return r;
+}
+
 mha::Tensor3 load_input(const std::string& path, const std::string& what, std::size_t E) {
     mha::Tensor3 x = mha::load_npy_tensor3(path, what + " [B, T, E]");
     if (x.shape(2) != E) {
@@ -179,9 +244,12 @@ mha::Tensor3 load_input(const std::string& path, const std::string& what, std::s
 
 // Self-attention one position at a time: each decode() step attends to the
 // positions before it through the cache, which is what a causal mask does.
-mha::Tensor3 incremental(const mha::MultiHeadAttention& m, const mha::Tensor3& x) {
+// With RoPE the cache holds the keys turned.
+mha::Tensor3 incremental(const mha::MultiHeadAttention& m, const mha::Tensor3& x,
+                         const std::optional<mha::Rope>& rope) {
     const std::size_t B = x.shape(0), T = x.shape(1), E = x.shape(2);
-    mha::KVCache cache = mha::make_cache(m, B, T);   // K, V [B, H_kv, T, D]
+    mha::KVCache cache = rope ? mha::make_cache(m, B, T, *rope)  // K, V [B, H_kv, T, D]
+                              : mha::make_cache(m, B, T);
     mha::Tensor3 y = mha::Tensor3::from_shape({B, T, E});
     for (std::size_t t = 0; t < T; ++t) {
         const mha::Tensor3 x_t = xt::view(x, xt::all(), xt::range(t, t + 1));  // [B, 1, E]
@@ -333,14 +401,73 @@ int mha_forward_main(int argc, char** argv) {
             keep = keep ? mha::combine_masks(*keep, more) : more;
         };
         if (args.count("--keep-mask")) add(mha::load_keep_mask(at("--keep-mask"), B, H, Tq, Tk));
+        // The variants' masks and ALiBi as tensors, so that every path below
+        // (the engine, the tiles, the backward) takes them
+        if (args.count("--window")) {
+            const std::size_t W = parse_heads("--window", at("--window"));
+            add(mha::mask_of(args.count("--sinks")
+                                 ? mha::sinks_window(parse_heads("--sinks", at("--sinks")), W)
+                                 : mha::sliding_window(W),
+                             1, 1, Tq, Tk));  // [1, 1, Tq, Tk]
+        }
+        if (args.count("--prefix"))
+            add(mha::mask_of(mha::prefix_lm(parse_heads("--prefix", at("--prefix"))), 1, 1, Tq,
+                             Tk));
+        if (args.count("--documents")) {
+            const xt::xtensor<std::int64_t, 2> ids =
+                mha::load_npy_int(at("--documents"), "documents [B, T]", 2);
+            if (ids.shape(0) != B || ids.shape(1) != Tq) {
+                throw Bad(at("--documents") + ": documents " + mha::shape_of(ids) +
+                          " do not fit the query's [B, T] = [" + std::to_string(B) + ", " +
+                          std::to_string(Tq) + "]");
+            }
+            add(mha::mask_of(mha::documents(ids), B, 1, Tq, Tk));  // [B, 1, T, T]
+        }
+        if (args.count("--alibi")) {
+            const mha::Tensor4 zero = xt::zeros<float>({std::size_t(1), H, Tq, Tk});
+            const mha::Tensor4 alibi = mha::apply_score_mod(zero, mha::alibi(H));  // [1, H, Tq, Tk]
+            if (masks.bias) {
+                mha::Tensor4 sum = *masks.bias + alibi;
+                masks.bias = std::move(sum);
+            } else {
+                masks.bias = alibi;
+            }
+        }
+        const std::optional<mha::Rope> rope = parse_rope(args);
+        const double cap =  // 0: no soft-capping
+            args.count("--softcap") ? parse_positive("--softcap", at("--softcap")) : 0.0;
         // --causal alone needs no [Tq, Tk] mask: the engine works it out
         const bool only_causal = args.count("--causal") && !keep && !masks.bias;
         if (args.count("--causal") && !only_causal) add(mha::causal_mask(Tq, Tk));
         make_out_dir(args.at("--out"));
         const std::string out = args.at("--out");
+        if ((rope || cap > 0) && !args.count("--incremental")) {
+            // RoPE and soft-capping: the teaching stages, with the mods
+            if (only_causal) add(mha::causal_mask(Tq, Tk));
+            mha::Mods mods;
+            mods.fill = fill;
+            mods.rope = rope;
+            if (keep) mods.mask_mod = mha::mask_mod_of(*keep);
+            if (masks.bias) mods.score_mod = mha::bias_mod_of(*masks.bias);
+            if (cap > 0) {
+                const mha::ScoreMod capped = mha::softcap(float(cap));
+                mods.score_mod = masks.bias ? mha::chain(capped, mods.score_mod) : capped;
+            }
+            const mha::Stages s = m.forward_stages(q, k, v, mods);
+            mha::save_npy(out + "/output.npy", s.output);
+            if (args.count("--no-weights")) {
+                std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
+                            mha::shape_of(s.output).c_str());
+                return 0;
+            }
+            mha::save_npy(out + "/attn_weights.npy", s.weights);
+            std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n", out.c_str(),
+                        mha::shape_of(s.output).c_str(), mha::shape_of(s.weights).c_str());
+            return 0;
+        }
         if (args.count("--incremental") || args.count("--no-weights")) {
             const mha::Tensor3 y =
-                args.count("--incremental") ? incremental(m, q)
+                args.count("--incremental") ? incremental(m, q, rope)
                 : only_causal ? m.forward_no_weights(q, k, v, mha::causal)
                               : m.forward_no_weights(q, k, v, keep ? &*keep : nullptr, fill,
                                                      masks.bias_ptr());

@@ -98,15 +98,37 @@ Stages MultiHeadAttention::forward_stages(const Tensor3& query, const Tensor3& k
                                           const Tensor3& value, const Mask* mask,
                                           float fill, const Tensor4* score_bias) const {
     check_inputs(query, key, value);
+    const std::size_t B = query.shape(0), Tq = query.shape(1), Tk = key.shape(1);
+    // The tensors become the two mods: masks and biases take the variants' path
+    Mods mods;
+    mods.fill = fill;
+    if (score_bias != nullptr) {
+        check_score_bias(*score_bias, B, num_heads_, Tq, Tk);
+        mods.score_mod = bias_mod_of(*score_bias);
+    }
+    if (mask != nullptr) {
+        check_mask(*mask, B, num_heads_, Tq, Tk);
+        mods.mask_mod = mask_mod_of(*mask);
+    }
+    return forward_stages(query, key, value, mods);
+}
+
+Stages MultiHeadAttention::forward_stages(const Tensor3& query, const Tensor3& key,
+                                          const Tensor3& value, const Mods& mods) const {
+    check_inputs(query, key, value);
     const std::size_t H = num_heads_, H_kv = num_kv_heads_;
     Stages s;
     s.q = split_heads(linear(query, wq), H);            // [B, H, Tq, D]    stages 1, 2
     s.k = split_heads(linear(key, wk), H_kv);           // [B, H_kv, Tk, D]
     s.v = split_heads(linear(value, wv), H_kv);         // [B, H_kv, Tk, D]
+    if (mods.rope) {                                    // positions 0.. of each
+        s.q = apply_rope(s.q, *mods.rope);              // [B, H, Tq, D]
+        s.k = apply_rope(s.k, *mods.rope);              // [B, H_kv, Tk, D]
+    }
     s.scores = scaled_scores(s.q, s.k);                 // [B, H, Tq, Tk]   stage 3
-    if (score_bias != nullptr)                          //                  stage 4
-        s.scores = add_score_bias(s.scores, *score_bias);
-    if (mask != nullptr) s.scores = apply_mask(s.scores, *mask, fill);
+    if (mods.score_mod)                                 //                  stage 4
+        s.scores = apply_score_mod(s.scores, mods.score_mod);
+    if (mods.mask_mod) s.scores = apply_mask_mod(s.scores, mods.mask_mod, mods.fill);
     s.weights = softmax(s.scores);                      // [B, H, Tq, Tk]   stage 5
     s.context = merge_heads(attend(s.weights, s.v));    // [B, Tq, E]       stage 6
     s.output = linear(s.context, w_o);                  // [B, Tq, E]       stage 7

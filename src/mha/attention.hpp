@@ -6,11 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "mha/init.hpp"
 #include "mha/linear.hpp"
 #include "mha/mask.hpp"
 #include "mha/shape.hpp"
+#include "mha/variants/mods.hpp"
+#include "mha/variants/rope.hpp"
 
 namespace mha {
 
@@ -24,6 +27,17 @@ struct KVCache;  // kv_cache.hpp
 struct AttentionOutput {
     Tensor3 output;   ///< `[B, Tq, E]`
     Tensor4 weights;  ///< `[B, H, Tq, Tk]`, one set per head, not averaged
+};
+
+/// What a variant changes in forward_stages(): RoPE on the split q and k
+/// (\ref rope), then a score_mod, then a mask_mod on the scaled scores
+/// (\ref mods). Empty members change nothing: `Mods{}` is the
+/// articles' attention without a mask.
+struct Mods {
+    ScoreMod score_mod;        ///< empty, or the new score (ALiBi, soft-cap, a bias)
+    MaskMod mask_mod;          ///< empty (every key), or true = may attend
+    float fill = kNegInf;      ///< what hidden scores become
+    std::optional<Rope> rope;  ///< none, or RoPE: query i at position i, key j at j
 };
 
 /// Every tensor of the articles' forward, stage by stage: what
@@ -98,6 +112,19 @@ public:
                           const Tensor3& value, const Mask* mask = nullptr,
                           float fill = kNegInf,
                           const Tensor4* score_bias = nullptr) const;
+
+    /// forward_stages() with a variant: q and k turned by `mods.rope`, the
+    /// scores through `mods.score_mod`, then `mods.mask_mod` (\ref mods). The overload
+    /// above is this one with the mods reading its mask and bias tensors.
+    /// @param query `[B, Tq, E]`
+    /// @param key   `[B, Tk, E]`
+    /// @param value `[B, Tk, E]`
+    /// @param mods  RoPE, the score_mod, the mask_mod and the fill
+    /// @return      every stage's tensor, output `[B, Tq, E]` last; q and k
+    ///              as rotated
+    /// @throws std::invalid_argument naming the shapes when they do not fit.
+    Stages forward_stages(const Tensor3& query, const Tensor3& key,
+                          const Tensor3& value, const Mods& mods) const;
 
     /// The same numbers as forward_stages() (within float rounding, 1e-5
     /// in the tests), fast: the engine in src/mha/fast/ (mha::fast) never
@@ -183,6 +210,8 @@ public:
     /// kv_cache.hpp). The output equals forward(prompt, prompt, prompt)
     /// under a causal mask, within float rounding; a cache already holding
     /// L positions makes the prompt positions L.. of each sequence.
+    /// A cache made with RoPE (make_cache(m, B, capacity, rope)) turns the
+    /// queries and keys to their positions and caches the keys turned.
     /// @param prompt `[B, T, E]`
     /// @param cache  K and V `[B, H_kv, capacity, D]` with room for T more
     /// @return       `[B, T, E]`

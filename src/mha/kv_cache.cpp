@@ -26,6 +26,14 @@ KVCache make_cache(const MultiHeadAttention& m, std::size_t batch, std::size_t c
     return c;
 }
 
+KVCache make_cache(const MultiHeadAttention& m, std::size_t batch, std::size_t capacity,
+                   const Rope& rope) {
+    check_rope(rope, m.head_dim());
+    KVCache c = make_cache(m, batch, capacity);
+    c.rope = rope;
+    return c;
+}
+
 Mask cached_causal_mask(std::size_t t, std::size_t l) {
     require_nonzero({t}, "cached_causal_mask new positions T");
     Mask m({1, 1, t, l + t});
@@ -38,9 +46,13 @@ Tensor3 extend_stages(const MultiHeadAttention& m, const Tensor3& x, KVCache& ca
     check_cache(m, x, cache);
     const std::size_t L = cache.length, T = x.shape(1);
     const std::size_t H = m.num_heads(), H_kv = m.num_kv_heads();
-    const Tensor4 q = split_heads(linear(x, m.wq), H);     // [B, H, T, D]
-    const Tensor4 k = split_heads(linear(x, m.wk), H_kv);  // [B, H_kv, T, D]
+    Tensor4 q = split_heads(linear(x, m.wq), H);           // [B, H, T, D]
+    Tensor4 k = split_heads(linear(x, m.wk), H_kv);        // [B, H_kv, T, D]
     const Tensor4 v = split_heads(linear(x, m.wv), H_kv);  // [B, H_kv, T, D]
+    if (cache.rope) {  // the new positions are L .. L+T-1: keys are cached turned
+        q = apply_rope(q, *cache.rope, L);                 // [B, H, T, D]
+        k = apply_rope(k, *cache.rope, L);                 // [B, H_kv, T, D]
+    }
     // Append: the new positions are L .. L+T-1 of every sequence.
     xt::view(cache.k, xt::all(), xt::all(), xt::range(L, L + T)) = k;
     xt::view(cache.v, xt::all(), xt::all(), xt::range(L, L + T)) = v;

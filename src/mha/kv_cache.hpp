@@ -21,10 +21,15 @@ namespace mha {
 /// sequence and kv head: positions 0 .. length-1 of `[capacity, D]` are
 /// filled. Allocated once for @p capacity positions and written in place,
 /// as a static cache is (no reallocation while decoding).
+///
+/// With RoPE (\ref rope) the keys are cached turned: a key's angle depends
+/// only on its own position, so it is turned once, when it arrives, and a
+/// new query at position L is turned by L before it meets them.
 struct KVCache {
-    Tensor4 k;               ///< `[B, H_kv, capacity, D]`
-    Tensor4 v;               ///< `[B, H_kv, capacity, D]`
-    std::size_t length = 0;  ///< L, the positions cached
+    Tensor4 k;                 ///< `[B, H_kv, capacity, D]`, turned when RoPE is on
+    Tensor4 v;                 ///< `[B, H_kv, capacity, D]`
+    std::size_t length = 0;    ///< L, the positions cached
+    std::optional<Rope> rope;  ///< none, or the RoPE of the queries and keys
 
     /// @return B, the sequences
     std::size_t batch() const { return k.shape(0); }
@@ -41,6 +46,18 @@ struct KVCache {
 /// @param capacity the most positions it will hold, at least 1
 /// @return         length 0, K and V `[B, H_kv, capacity, D]`
 KVCache make_cache(const MultiHeadAttention& m, std::size_t batch, std::size_t capacity);
+
+/// An empty cache whose positions are turned by @p rope: prefill() and
+/// decode() through it equal the causal forward with RoPE
+/// (`forward_stages(x, x, x, Mods{{}, causal_mod(), kNegInf, rope})`).
+/// @param m        the module: the cache holds its H_kv heads of D
+/// @param batch    B, at least 1
+/// @param capacity the most positions it will hold, at least 1
+/// @param rope     the convention and the base
+/// @return         length 0, K and V `[B, H_kv, capacity, D]`
+/// @throws std::invalid_argument when D is odd or theta is not above 0.
+KVCache make_cache(const MultiHeadAttention& m, std::size_t batch, std::size_t capacity,
+                   const Rope& rope);
 
 /// `causal_mask` for T new positions after L cached ones: new position i
 /// (position L + i of its sequence) may see keys 0 .. L + i.
@@ -59,7 +76,8 @@ Mask cached_causal_mask(std::size_t t, std::size_t l);
 void check_cache(const MultiHeadAttention& m, const Tensor3& x, const KVCache& cache);
 
 /// The next T positions of every sequence through the stages, written out:
-/// their Q, K and V (stages 1, 2); K and V appended to the cache; the
+/// their Q, K and V (stages 1, 2), Q and K turned to positions L.. when the
+/// cache has RoPE; K and V appended to the cache; the
 /// scores of the new queries against every cached key and themselves
 /// (stage 3), causal (stage 4), softmax, weights x V, merge and w_o. The
 /// outputs are what forward() gives at those positions for the whole

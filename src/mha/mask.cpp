@@ -6,6 +6,8 @@
 
 #include <xtensor/xoperation.hpp>
 
+#include "mha/variants/mods.hpp"
+
 namespace mha {
 
 namespace {
@@ -99,16 +101,10 @@ Tensor4 apply_mask(const Tensor4& scores, const Mask& mask, float fill) {
     const std::size_t Tq = scores.shape(2), Tk = scores.shape(3);
     require_nonzero({B, H, Tq, Tk}, "apply_mask scores [B, H, Tq, Tk]");
     check_mask(mask, B, H, Tq, Tk);
-    Tensor4 out = scores;  // [B, H, Tq, Tk]
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
-            for (std::size_t i = 0; i < Tq; ++i) {
-                const bool* keep = mask_row(mask, b, h, i);
-                float* row = &out(b, h, i, 0);
-                for (std::size_t j = 0; j < Tk; ++j)
-                    if (!keep[j]) row[j] = fill;
-            }
-    return out;
+    // A mask tensor is one mask_mod: the flag of (b, h, q, k), broadcast
+    const MaskMod read = [&mask](std::size_t b, std::size_t h, std::size_t q,
+                                 std::size_t k) { return mask_row(mask, b, h, q)[k]; };
+    return apply_mask_mod(scores, read, fill);  // [B, H, Tq, Tk]
 }
 
 Mask from_torch_bool(const Mask& masked_out) {
@@ -158,8 +154,10 @@ Tensor4 add_score_bias(const Tensor4& scores, const Tensor4& bias) {
     const std::size_t Tq = scores.shape(2), Tk = scores.shape(3);
     require_nonzero({B, H, Tq, Tk}, "add_score_bias scores [B, H, Tq, Tk]");
     check_score_bias(bias, B, H, Tq, Tk);
-    Tensor4 out = scores + bias;  // [B, H, Tq, Tk], bias broadcast
-    return out;
+    // A bias tensor is one score_mod: score + bias[b, h, q, k], broadcast
+    const ScoreMod add = [&bias](float s, std::size_t b, std::size_t h, std::size_t q,
+                                 std::size_t k) { return s + broadcast_row(bias, b, h, q)[k]; };
+    return apply_score_mod(scores, add);  // [B, H, Tq, Tk]
 }
 
 }  // namespace mha

@@ -93,7 +93,9 @@ void check_mask(const Mask& mask, std::size_t b, std::size_t h,
                 std::size_t tq, std::size_t tk);
 
 /// `scores.masked_fill(mask == 0, fill)`: a new tensor where every masked
-/// score is @p fill and the rest are copied.
+/// score is @p fill and the rest are copied. It is apply_mask_mod() (\ref
+/// mods) with the mod reading @p mask: every variant's mask takes the
+/// same path.
 /// @param scores `[B, H, Tq, Tk]`
 /// @param mask   `[B or 1, H or 1, Tq or 1, Tk]`
 /// @param fill   -inf (the default) or a large negative such as -1e10
@@ -105,7 +107,8 @@ Tensor4 apply_mask(const Tensor4& scores, const Mask& mask,
 
 /// `scores + bias`, PyTorch's float `attn_mask`: an additive mask, 0 where a
 /// key may be seen and -inf (or a large negative) where it may not, or any
-/// other bias on the scores.
+/// other bias on the scores. It is apply_score_mod() (\ref mods) with
+/// the mod adding @p bias.
 /// @param scores `[B, H, Tq, Tk]`
 /// @param bias   `[B or 1, H or 1, Tq or 1, Tk]`
 /// @return       `[B, H, Tq, Tk]`

@@ -37,6 +37,21 @@ ReferenceOutput reference_forward(const MultiHeadAttention& m,
                                   float fill = kNegInf,
                                   const Tensor4* score_bias = nullptr);
 
+/// reference_forward() with a variant (\ref mods): RoPE turns the
+/// projections in double (written out again, in loops), each score in double
+/// is handed to `mods.score_mod` as a float, then `mods.mask_mod` decides
+/// whether it is replaced by `mods.fill`. The overload above is this one
+/// with the mods reading its bias and mask tensors.
+/// @param m     the module whose weights are used
+/// @param query `[B, Tq, E]`
+/// @param key   `[B, Tk, E]`
+/// @param value `[B, Tk, E]`
+/// @param mods  RoPE, the score_mod, the mask_mod and the fill
+/// @return      output `[B, Tq, E]` and weights `[B, H, Tq, Tk]`
+ReferenceOutput reference_forward(const MultiHeadAttention& m,
+                                  const Tensor3& query, const Tensor3& key,
+                                  const Tensor3& value, const Mods& mods);
+
 /// @}
 
 }  // namespace mha

@@ -60,6 +60,15 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
     const Projections layers(m.wq, m.wk, m.wv, m.w_o, packed_products_on() && rows >= kPackRows);
     float* const qkv[3] = {q, k, v};
     layers.run(x.data(), rows, 0, 3, qkv);
+    // 1b) RoPE: row (b, t) is position L + t; each head turned in place
+    if (cache.rope) {
+        for (std::size_t r = 0; r < rows; ++r) {
+            const std::size_t pos = L + r % T;
+            for (std::size_t h = 0; h < H; ++h) rope_rotate(q + r * E + h * D, D, pos, *cache.rope);
+            for (std::size_t g = 0; g < m.num_kv_heads(); ++g)
+                rope_rotate(k + r * Ekv + g * D, D, pos, *cache.rope);
+        }
+    }
     // 2) append K and V: position L + t of sequence b, kv head g
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t g = 0; g < m.num_kv_heads(); ++g)

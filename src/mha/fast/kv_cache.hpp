@@ -17,7 +17,9 @@ namespace mha::fast {
 /// by memory, not by arithmetic; for a prompt the heads go through
 /// attend_head_tiled(), causal with the limit offset by the positions
 /// cached, so no `[T, L + T]` weights or mask exist. The pairs of sequence
-/// and (kv) head are spread over the cores.
+/// and (kv) head are spread over the cores. With RoPE in the cache, the new
+/// rows' queries and keys are turned to positions L.. before the keys are
+/// stored.
 /// @param m     the module
 /// @param x     `[B, T, E]`
 /// @param cache K and V `[B, H_kv, capacity, D]` with room for T more
