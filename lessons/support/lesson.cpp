@@ -781,14 +781,18 @@ void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& gr
                        std::size_t per_row, bool mask) {
     svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0, per_row,
                   mask};
-    // At most 1800 cells in all (some 250 KB): the first rows and columns of
+    // At most 1600 cells in all (some 250 KB): the first rows and columns of
     // each grid, in its proportions, the picture then saying what it shows.
     std::size_t rows = grids.at(0).value.size(), cols = rows ? grids[0].value[0].size() : 0;
     const std::size_t all_rows = rows, all_cols = cols, cells = rows * cols * grids.size();
-    if (cells > 1800) {
-        const double f = std::sqrt(1800.0 / double(cells));
-        rows = std::max<std::size_t>(1, std::size_t(double(rows) * f));
-        cols = std::max<std::size_t>(1, std::size_t(double(cols) * f));
+    if (cells > 1600) {
+        const double f = std::sqrt(1600.0 / double(cells));
+        // a round count: a multiple of 8, or of 4 below 16
+        auto cut = [f](std::size_t n) {
+            const std::size_t k = std::max<std::size_t>(1, std::size_t(double(n) * f));
+            return k >= 16 ? k / 8 * 8 : k >= 8 ? k / 4 * 4 : k;
+        };
+        rows = cut(rows), cols = cut(cols);
     }
     if (rows < all_rows || cols < all_cols)
         st.shown = "shown: " + row_label + " 0-" + std::to_string(rows - 1) + " of " +

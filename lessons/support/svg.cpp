@@ -211,7 +211,7 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
                   << escape(s.row_label) << ' ' << named(grid.row_ticks, i) << ", "
                   << escape(s.col_label) << ' ' << named(grid.col_ticks, j) << ": "
                   << (masked && !s.mask ? "masked" : number(v, 6)) << "</title></rect>\n";
-                if ((numbers && cell >= 24 && !masked) || nan) {
+                if ((numbers && cell >= 24 && !masked) || (nan && cell >= 16)) {
                     o << "<text x='" << x + cell / 2 << "' y='" << y + cell / 2 + 4
                       << "' text-anchor='middle' font-size='9' fill='"
                       << (nan ? "#b35806" : lightness(fill) < 0.5 ? "white" : "black") << "'>"
