@@ -100,7 +100,7 @@ svg::Block weight_by_head(const mha::Tensor2& weight, std::size_t H, const std::
     svg::Block b = block(name, s.cols, s.cols, [&](std::size_t k, std::size_t j) {
         return std::make_pair(float(weight(j, k)), int(k / D));
     });
-    b.row_label = "k", b.col_label = "j";
+    b.row_label = "k", b.col_label = "j", b.own_scale = true;
     return b;
 }
 

@@ -41,7 +41,7 @@ svg::Block merged_from(const mha::Tensor3& merged, std::size_t H, bool permuted,
 
 /// A linear layer's weight `[E_out, E_in]` drawn as W^T `[E_in, E_out]`, the
 /// matrix x is multiplied by: row k in the colour of the head whose column
-/// k of x it reads.
+/// k of x it reads, on its own scale (weights are smaller than x's numbers).
 svg::Block weight_by_head(const mha::Tensor2& weight, std::size_t H, const std::string& name);
 
 /// Sequence 0 of @p t `[B, T, E]` on the diverging scale: numbers of no one

@@ -132,7 +132,8 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     // per_row grids to a row; the rows of grids a band apart (names, ticks, labels)
     const std::size_t per_row = s.per_row ? std::min(s.per_row, grids.size()) : grids.size();
     int cell = std::max(4, std::min(36, int(360 / side / std::max<std::size_t>(1, grids.size() / 2 + 1) + 8)));
-    const bool numbers = rows <= 12 && cols <= 12 && !s.mask;
+    // each cell's number printed in it when they fit a page: 28 cells across at most
+    const bool numbers = rows <= 12 && cols <= 12 && per_row * cols <= 28 && !s.mask;
     if (numbers) cell = std::max(cell, 26);  // room for "0.42" in every cell
     int names_px = 0;  // the widest row tick label (a token), left of each grid
     for (const Grid& g : grids) {
@@ -367,6 +368,7 @@ std::string blocks(const std::string& title, const std::string& shown,
     // One scale for the head-coloured cells, one for the mixed ones (head -1).
     double lo = INFINITY, hi = -INFINITY, m = 0;
     std::set<int> heads;
+    std::string own;  // the legend of the blocks on their own scales
     std::size_t widest = 1, tall = 0;  // in cells
     for (const Stage& st : stages) {
         std::size_t w = 0, rows = 0;
@@ -381,6 +383,8 @@ std::string blocks(const std::string& title, const std::string& shown,
                     if (!std::isfinite(v)) continue;
                     if (b.head.at(i).at(j) < 0) {
                         m = std::max(m, std::fabs(v));
+                    } else if (b.own_scale) {
+                        heads.insert(b.head[i][j]);
                     } else {
                         lo = std::min(lo, v), hi = std::max(hi, v);
                         heads.insert(b.head[i][j]);
@@ -395,7 +399,7 @@ std::string blocks(const std::string& title, const std::string& shown,
                                            640 / int(std::max<std::size_t>(tall, 1))}));
     const bool numbers = cell >= 26;
     const int left = 40;
-    auto fill = [&](double v, int head) {
+    auto fill = [&](double v, int head, double lo, double hi) {
         if (!std::isfinite(v)) return std::string("#ffffff");
         if (head < 0) return diverging(m > 0 ? v / m : 0);
         return tint(head_colour(std::size_t(head)), 0.12 + 0.88 * (v - lo) / (hi - lo));
@@ -413,6 +417,17 @@ std::string blocks(const std::string& title, const std::string& shown,
         const int y0 = y + 32;  // under the name and the column ticks
         for (const Block& b : st.blocks) {
             const std::vector<int> cx = column_x(b.cols, cell);
+            double blo = lo, bhi = hi;  // its scale
+            if (b.own_scale) {
+                blo = INFINITY, bhi = -INFINITY;
+                for (const auto& row : b.value)
+                    for (float v : row)
+                        if (std::isfinite(v))
+                            blo = std::min(blo, double(v)), bhi = std::max(bhi, double(v));
+                if (!(bhi > blo)) bhi = blo + 1;
+                own += "; " + b.name + " on its own scale (" + number(blo, 3) + " to " +
+                       number(bhi, 3) + ")";
+            }
             body << "<g class='grid' data-name='" << escape(b.name) << "'>\n<text x='" << x
                  << "' y='" << y + 12 << "'>" << escape(b.name) << "</text>\n";
             for (std::size_t i = 0; i < b.rows.size(); ++i) {
@@ -422,7 +437,7 @@ std::string blocks(const std::string& title, const std::string& shown,
                 for (std::size_t j = 0; j < b.cols.size(); ++j) {
                     const double v = b.value[i][j];
                     const int h = b.head[i][j];
-                    const std::string f = fill(v, h);
+                    const std::string f = fill(v, h, blo, bhi);
                     const bool stepped = !b.step.empty();
                     body << "<rect x='" << x + cx[j] << "' y='" << yi << "' width='" << cell
                          << "' height='" << cell << "' fill='" << f << "' data-row='"
@@ -439,6 +454,12 @@ std::string blocks(const std::string& title, const std::string& shown,
                              << (lightness(f) < 0.5 ? "white" : "black") << "'>" << fixed2(v)
                              << "</text>\n";
                 }
+                // A thick line above where the head changes from the row above.
+                for (std::size_t j = 0; i > 0 && j < b.cols.size(); ++j)
+                    if (b.head[i][j] != b.head[i - 1][j])
+                        body << "<line x1='" << x + cx[j] << "' x2='" << x + cx[j] + cell
+                             << "' y1='" << yi << "' y2='" << yi << "' stroke='black' "
+                             << "stroke-width='2.5'/>\n";
                 // Boundaries in the row: a thick line between heads, a thin one
                 // between time steps of one head; runs of one (head, step) named.
                 std::size_t run = 0;
@@ -452,12 +473,17 @@ std::string blocks(const std::string& title, const std::string& shown,
                              << yi << "' y2='" << yi + cell << "' stroke='black' "
                              << "stroke-width='" << (other_head ? 2.5 : 1) << "'/>\n";
                     if (!b.step.empty() && (end || other_head || other_step)) {
-                        const int mid = x + (cx[run] + cx[j]) / 2;
-                        body << "<text class='run' x='" << mid << "' y='" << yi + cell / 2 + 4
-                             << "' text-anchor='middle' font-size='" << std::min(11, cell - 2)
-                             << "' stroke='white' stroke-width='2.5' stroke-linejoin='round' "
-                             << "paint-order='stroke'>h"
-                             << b.head[i][run] << " t" << b.step[i][run] << "</text>\n";
+                        // on a white label, readable on any shade
+                        const std::string label = "h" + std::to_string(b.head[i][run]) +
+                                                  " t" + std::to_string(b.step[i][run]);
+                        const int size = std::min(11, cell - 2), mid = x + (cx[run] + cx[j]) / 2;
+                        const int w = text_px(label) * size / 10 + 4;
+                        body << "<rect x='" << mid - w / 2 << "' y='"
+                             << yi + cell / 2 - size / 2 - 1 << "' width='" << w << "' height='" << size + 2
+                             << "' rx='2' fill='white' fill-opacity='0.85'/><text class='run' x='"
+                             << mid << "' y='" << yi + cell / 2 + size * 4 / 10
+                             << "' text-anchor='middle' font-size='" << size << "'>" << label
+                             << "</text>\n";
                         run = j;
                     }
                 }
@@ -499,7 +525,7 @@ std::string blocks(const std::string& title, const std::string& shown,
     if (!heads.empty())
         body << "<text x='" << left << "' y='" << y << "' font-size='11'>each head its colour; "
              << "lighter = smaller, darker = larger (" << number(lo, 3) << " to "
-             << number(hi, 3) << ")</text>\n";
+             << number(hi, 3) << ")" << escape(own) << "</text>\n";
     if (m > 0) {
         y += 20;
         for (int k = 0; k < 16; ++k)

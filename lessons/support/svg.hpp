@@ -81,6 +81,9 @@ struct Block {
     // Empty, or [rows][cols]: the time step each number was computed at. Then
     // each run of cells of one head and step in a row is labelled "h0 t1".
     std::vector<std::vector<int>> step = {};
+    // Lighter to darker on its own scale, not the others' (a weight matrix,
+    // whose numbers are of another size than the activations').
+    bool own_scale = false;
 };
 
 /// One row of a blocks() picture: @p caption (the operation that made it from
