@@ -193,6 +193,9 @@ public:
     /// value, masked cells hatched; @p diverging for scores and gradients.
     /// With @p names, the rows and columns carry them (in the terminal as row
     /// and column headers, in the SVG as tick labels) instead of indices.
+    /// Every SVG of heat maps (this, heads(), figure()) draws at most 1600
+    /// cells, some 250 KB: past that, the first rows and columns of each
+    /// grid, and a line under the title says which.
     void picture(const std::string& title, const std::string& file,
                  const std::vector<std::vector<float>>& m,
                  const std::string& row_label, const std::string& col_label,
