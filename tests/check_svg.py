@@ -17,8 +17,8 @@ read back as the poem's tokens, "<poem>" and the Chinese characters.
 
 The pictures of the stages (lessons 02, 06, 07, 10 at --tiny): every block cell holds
 the dumped number at its place (Q and q of 02; x and the merged x of 06; x, fc_out.weight
-transposed and output of 07; x, right and wrong of 10), in the colour of the head its
-column goes to (data-head e // D, h in q[0, h]); in 10 each merged cell's data-head and
+transposed and output of 07; x, right and wrong of 10), in a tint of the colour of the
+head its column goes to (data-head e // D, h in q[0, h]); in 10 each merged cell's data-head and
 data-step name where its number was in x [B, H, T, D] (the number there is the cell's),
 the right merge's step is its row, the wrong one's is not. Lesson 04's masks: each cell
 holds the dumped mask, hatched exactly where it is 0, a legend "allowed" / "masked" and
@@ -28,6 +28,7 @@ write pictures under 300 KB, which say what part they show, and lesson 05's ever
 figure is at most 1000 px wide. Exit 0 when all hold, 1 when one does not, 77 (skipped)
 without python3-numpy.
 """
+import colorsys
 import glob
 import os
 import re
@@ -136,12 +137,30 @@ for lesson in ("02_split_heads", "04_mask", "06_attend_merge", "07_output_layer"
     run(lesson)
 
 
+HEAD_COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442",
+                "#555555"]  # svg.cpp's head_colour()
+
+
+def hue(hex_colour):
+    r, g, b = (int(hex_colour[k:k + 2], 16) / 255 for k in (1, 3, 5))
+    return colorsys.rgb_to_hsv(r, g, b)[:2]  # hue, saturation
+
+
 def block_cells(path):
-    """{grid name: {(row, col): (number, head, step or None)}} of a blocks picture."""
+    """{grid name: {(row, col): (number, head, step or None)}} of a blocks picture;
+    every cell of a head drawn in a tint of that head's colour (its hue)."""
     out = {}
     for g in ET.parse(path).getroot().iter(NS + "g"):
         for r in g.iter(NS + "rect"):
             if r.get("data-row") is not None:
+                h = int(r.get("data-head"))
+                if h >= 0:
+                    (want, sat), (got, got_sat) = hue(HEAD_COLOURS[h % 8]), hue(r.get("fill"))
+                    off = abs(want - got) > 0.03 and got_sat > 0.02 if sat > 0 else got_sat > 0.02
+                    if off:
+                        failures.append(f"{os.path.basename(path)} {g.get('data-name')} cell "
+                                        f"({r.get('data-row')}, {r.get('data-col')}): fill "
+                                        f"{r.get('fill')} is not a tint of head {h}'s colour")
                 step = r.get("data-step")
                 out.setdefault(g.get("data-name"), {})[int(r.get("data-row")),
                                                        int(r.get("data-col"))] = (
