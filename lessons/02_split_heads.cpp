@@ -14,12 +14,13 @@
 
 #include "mha/attention.hpp"
 #include "mha/heads.hpp"
+#include "support/blocks.hpp"
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
     const lesson::Info info{"02_split_heads",
                             "[B, T, E] -> view [B, T, H, D] -> permute [B, H, T, D]",
-                            false, 104.9};
+                            true, 104.9};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -56,6 +57,10 @@ int main(int argc, char** argv) {
         const mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});  // [B,H,T,D]
         L.step("q.permute(0, 2, 1, 3)", "q", Qh, "B, H, T, D", ".permute(0, 2, 1, 3)",
                "mha::Tensor4 Qh = xt::transpose(viewed, {0, 2, 1, 3});");
+        L.blocks("Q's columns go to the heads", "split_heads",
+                 {{"", {lesson::by_head(Q, H, "Q[0]  [T, E]")}},
+                  {"view(B, T, H, D), permute(0, 2, 1, 3): head h is q[0, h]  [T, D]",
+                   lesson::head_blocks(Qh, "q")}});
 
         L.section("4. The same for K and V, by the core");
         const mha::Tensor4 Kh = mha::split_heads(mha::linear(X, m.wk), H);

@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
         std::vector<std::vector<float>> grid(T, std::vector<float>(T));
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t j = 0; j < T; ++j) grid[i][j] = tril(i, j);
-        L.picture("causal mask, 1 = may attend", "causal_mask", grid,
-                  "query i", "key j");
+        L.mask_picture("causal mask, 1 = may attend", "causal_mask", grid,
+                       "query i", "key j");
 
         L.section("2. masked_fill(mask == 0, -inf)");
         // The [T, T] mask broadcasts over batch and heads, as in PyTorch.
@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
         std::vector<std::vector<float>> pgrid(T, std::vector<float>(T));
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t j = 0; j < T; ++j) pgrid[i][j] = both(show, 0, i, j);
-        L.picture("causal + padding, sequence " + std::to_string(show) +
-                      " (length " + std::to_string(lengths[show]) + ")",
-                  "causal_padding_mask", pgrid, "query i", "key j");
+        L.mask_picture("causal + padding, sequence " + std::to_string(show) +
+                           " (length " + std::to_string(lengths[show]) + ")",
+                       "causal_padding_mask", pgrid, "query i", "key j");
 
         L.section("4. Four ways to write the same mask");
         // The same padding, 2 sequences of 5 keys, the second with 3 real

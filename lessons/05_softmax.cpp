@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
         L.picture("weights[0, 0], batch 0, head 0", "attention_weights",
                   grid, "query i", "key j", masked);
         L.figure("weights of batch 0, every head", "attention_weights_heads",
-                 lesson::head_grids(W, 0, &causal), false);
+                 lesson::head_grids(W, 0, &causal), false, "query", "key", {}, 4);
         L.explore("causal weights = softmax(score)", "weights", {{"weights", &W}}, &causal);
 
         return L.check("mha::softmax(S)",

@@ -21,11 +21,12 @@
 #include "mha/mask.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
+#include "support/blocks.hpp"
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
     const lesson::Info info{"06_attend_merge", "x = weights @ v, then merge the heads",
-                            false, 104.9};
+                            true, 104.9};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
         L.step("x.contiguous().view(B, T, E)", "x", merged, "B, Tq, E",
                ".contiguous().view(batch, time, dimension)",
                "mha::Tensor3 merged = xt::reshape_view(P, bte);");
+        L.blocks("the heads' columns placed back side by side", "merge_heads",
+                 {{"", lesson::head_blocks(A, "x")},
+                  {"permute(0, 2, 1, 3), contiguous, view(B, T, E)",
+                   {lesson::by_head(merged, H, "x[0]  [T, E]")}}});
 
         const mha::Tensor3 core = mha::merge_heads(mha::attend(W, V));
         return L.check("mha::merge_heads(mha::attend(W, V))",

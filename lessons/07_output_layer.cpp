@@ -21,11 +21,12 @@
 #include "mha/mask.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
+#include "support/blocks.hpp"
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
     const lesson::Info info{"07_output_layer", "output = w_combine(x); the whole module",
-                            false, 111.9};
+                            true, 111.9};
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -60,6 +61,11 @@ int main(int argc, char** argv) {
         L.step("output = w_combine(x)", "output", out, "B, T, E",
                "output = self.w_combine(score)  # fc_out in the other article",
                "xt::linalg::dot(rows, xt::transpose(m.w_o.weight)) + m.w_o.bias");
+        L.blocks("w_o mixes the heads' columns", "output_layer",
+                 {{"", {lesson::by_head(x, H, "x[0]  [T, E]")}},
+                  {"output = x W_o^T + b_o: every output column reads every head",
+                   {lesson::weight_by_head(m.w_o.weight, H, "W_o^T  [E, E]"),
+                    lesson::mixed(out, H, "output[0]  [T, E]")}}});
 
         L.say("That is the module's last stage: forward_stages(X, X, X) is the whole "
               "module, the article's attention(X, X, X).");

@@ -21,6 +21,7 @@
 #include "mha/reference.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
+#include "support/blocks.hpp"
 #include "support/lesson.hpp"
 
 namespace {
@@ -66,9 +67,12 @@ int main(int argc, char** argv) {
         L.step("x.view(B, T, E)", "wrong", wrong, "B, T, E", "x.view(B, T, E)  # no permute",
                "merge_without_permute(A)");
         const double diff = mha::max_abs_diff(right, wrong);
-        L.figure("sequence 0 merged to [T, E], the right way and the wrong way", "merge",
-                 {lesson::grid_of(right, 0, "permute, then view"),
-                  lesson::grid_of(wrong, 0, "view alone")}, true, "position t", "feature");
+        L.blocks("the right merge and the wrong one, h = head, t = time step", "merge",
+                 {{"", lesson::head_blocks(A, "x")},
+                  {"permute, then view: row t holds every head's step t",
+                   {lesson::merged_from(right, H, true, "right[0]  [T, E]")}},
+                  {"view alone: row 0 glues head 0's first steps together",
+                   {lesson::merged_from(wrong, H, false, "wrong[0]  [T, E]")}}});
         L.say("Same shape, so nothing complains. But the memory of [B, H, T, D] "
               "holds all of head 0's time steps first: the wrong view puts head "
               "0's steps 0.." + std::to_string(H - 1) + " side by side as if they "

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
                     "sqrt(E)", "none", "D", "E", "none", "sqrt(D)", "sqrt(E)", "none");
         Stats first[3], last[3];
         std::vector<double> dims;
-        std::vector<lesson::svg::Series> var{{"var, sqrt(D)", {}}, {"var, sqrt(E)", {}}},
+        std::vector<lesson::svg::Series> var{{"sqrt(D)", {}}, {"sqrt(E)", {}}},
             ent{{"sqrt(D)", {}}, {"sqrt(E)", {}}, {"none", {}}};
         for (std::size_t D = 16; D <= 256; D *= 2) {
             mha::Tensor4 q({n, 1, T, D}), k({n, 1, T, D});

@@ -13,9 +13,22 @@ weights[0, h, i, j] and names both words, "query i (cat), key j (sat)", and ever
 grid's tick labels are the six words down and across; in lesson 21's last picture,
 grid "layer l, head h" holds sequence 0 of layer<l>.weights.end and its cells' titles
 name the tokens; the picture of tests/svg_cjk_check.cpp parses, and its tick labels
-read back as the poem's tokens, "<poem>" and the Chinese characters. Exit 0 when all
-hold, 1 when one does not, 77 (skipped) without python3-numpy.
+read back as the poem's tokens, "<poem>" and the Chinese characters.
+
+The pictures of the stages (lessons 02, 06, 07, 10 at --tiny): every block cell holds
+the dumped number at its place (Q and q of 02; x and the merged x of 06; x, fc_out.weight
+transposed and output of 07; x, right and wrong of 10), in a tint of the colour of the
+head its column goes to (data-head e // D, h in q[0, h]); in 10 each merged cell's data-head and
+data-step name where its number was in x [B, H, T, D] (the number there is the cell's),
+the right merge's step is its row, the wrong one's is not. Lesson 04's masks: each cell
+holds the dumped mask, hatched exactly where it is 0, a legend "allowed" / "masked" and
+no colour bar. Every colour-bar and axis tick label is a run of round numbers (a step of
+1, 2 or 5 times a power of 10). At the articles' sizes lessons 02, 04, 05, 06, 07 and 10
+write pictures under 300 KB, which say what part they show, and lesson 05's every-head
+figure is at most 1000 px wide. Exit 0 when all hold, 1 when one does not, 77 (skipped)
+without python3-numpy.
 """
+import colorsys
 import glob
 import os
 import re
@@ -34,9 +47,9 @@ NS = "{http://www.w3.org/2000/svg}"
 failures = []
 
 
-def run(lesson):
-    subprocess.run([f"{build}/lessons/{lesson}", "--tiny", "--svg", f"{work}/svg",
-                    "--dump", f"{work}/dump"], check=True, capture_output=True)
+def run(lesson, *flags):
+    flags = flags or ("--tiny", "--svg", f"{work}/svg", "--dump", f"{work}/dump")
+    subprocess.run([f"{build}/lessons/{lesson}", *flags], check=True, capture_output=True)
 
 
 def cells(path):
@@ -117,6 +130,157 @@ for (name, i, j), title in c.items():
     elif abs(float(value(title)) - w21[l][h, i, j]) > 5e-5:
         failures.append(f"lesson 21 {name} cell ({i}, {j}) says {title!r}, the dump's "
                         f"{w21[l][h, i, j]:.6f}")
+
+# The stages' pictures: every block cell, its number, its head (and its step).
+for lesson in ("02_split_heads", "04_mask", "06_attend_merge", "07_output_layer",
+               "10_merge_without_permute", "13_scaling"):
+    run(lesson)
+
+
+HEAD_COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442",
+                "#555555"]  # svg.cpp's head_colour()
+
+
+def hue(hex_colour):
+    r, g, b = (int(hex_colour[k:k + 2], 16) / 255 for k in (1, 3, 5))
+    return colorsys.rgb_to_hsv(r, g, b)[:2]  # hue, saturation
+
+
+def block_cells(path):
+    """{grid name: {(row, col): (number, head, step or None)}} of a blocks picture;
+    every cell of a head drawn in a tint of that head's colour (its hue)."""
+    out = {}
+    for g in ET.parse(path).getroot().iter(NS + "g"):
+        for r in g.iter(NS + "rect"):
+            if r.get("data-row") is not None:
+                h = int(r.get("data-head"))
+                if h >= 0:
+                    (want, sat), (got, got_sat) = hue(HEAD_COLOURS[h % 8]), hue(r.get("fill"))
+                    off = abs(want - got) > 0.03 and got_sat > 0.02 if sat > 0 else got_sat > 0.02
+                    if off:
+                        failures.append(f"{os.path.basename(path)} {g.get('data-name')} cell "
+                                        f"({r.get('data-row')}, {r.get('data-col')}): fill "
+                                        f"{r.get('fill')} is not a tint of head {h}'s colour")
+                step = r.get("data-step")
+                out.setdefault(g.get("data-name"), {})[int(r.get("data-row")),
+                                                       int(r.get("data-col"))] = (
+                    float(value(r.find(NS + "title").text)), int(r.get("data-head")),
+                    None if step is None else int(step))
+    return out
+
+
+def expect_block(what, grid, want, head):
+    """Every cell of grid holds want[row, col], with head(row, col) as its head."""
+    if grid is None or len(grid) != want.size:
+        failures.append(f"{what}: {0 if grid is None else len(grid)} cells, not {want.size}")
+        return
+    for (i, j), (v, h, _) in grid.items():
+        if abs(v - want[i, j]) > 5e-5:
+            failures.append(f"{what} cell ({i}, {j}) holds {v}, the dump {want[i, j]:.6f}")
+        elif h != head(i, j):
+            failures.append(f"{what} cell ({i}, {j}) in head {h}'s colour, not {head(i, j)}")
+
+
+def dump(lesson, name):
+    return np.load(f"{work}/dump/{lesson}/{name}.npy")
+
+
+Q, q = dump("02_split_heads", "Q")[0], dump("02_split_heads", "q.2")[0]  # [T, E], [H, T, D]
+H, T, D = q.shape
+b = block_cells(f"{work}/svg/split_heads.svg")
+expect_block("lesson 02 Q", b.get("Q[0]  [T, E]"), Q, lambda i, e: e // D)
+for h in range(H):
+    expect_block(f"lesson 02 q[0, {h}]", b.get(f"q[0, {h}]"), q[h], lambda i, d: h)
+
+x, merged = dump("06_attend_merge", "x")[0], dump("06_attend_merge", "x.3")[0]
+b = block_cells(f"{work}/svg/merge_heads.svg")
+for h in range(H):
+    expect_block(f"lesson 06 x[0, {h}]", b.get(f"x[0, {h}]"), x[h], lambda i, d: h)
+expect_block("lesson 06 merged x", b.get("x[0]  [T, E]"), merged, lambda i, e: e // D)
+
+b = block_cells(f"{work}/svg/output_layer.svg")
+expect_block("lesson 07 x", b.get("x[0]  [T, E]"), dump("07_output_layer", "x")[0],
+             lambda i, e: e // D)
+expect_block("lesson 07 W_o^T", b.get("W_o^T  [E, E]"),
+             dump("07_output_layer", "fc_out.weight").T, lambda k, j: k // D)
+expect_block("lesson 07 output", b.get("output[0]  [T, E]"),
+             dump("07_output_layer", "output")[0], lambda i, j: -1)
+
+x10 = dump("10_merge_without_permute", "x")[0]  # [H, T, D]
+b = block_cells(f"{work}/svg/merge.svg")
+for h in range(H):
+    expect_block(f"lesson 10 x[0, {h}]", b.get(f"x[0, {h}]"), x10[h], lambda i, d: h)
+for name, right in (("right", True), ("wrong", False)):
+    grid = b.get(f"{name}[0]  [T, E]", {})
+    want = dump("10_merge_without_permute", name)[0]
+    if len(grid) != want.size:
+        failures.append(f"lesson 10 {name}: {len(grid)} cells, not {want.size}")
+    glued = False
+    for (t, e), (v, h, step) in grid.items():
+        if abs(v - want[t, e]) > 5e-5:
+            failures.append(f"lesson 10 {name} cell ({t}, {e}) holds {v}, the dump {want[t, e]}")
+        elif step is None or abs(v - x10[h, step, e % D]) > 5e-5:
+            failures.append(f"lesson 10 {name} cell ({t}, {e}) says head {h} step {step}; "
+                            f"its number {v} is not there")
+        glued = glued or step != t
+        if right and (step != t or h != e // D):
+            failures.append(f"lesson 10 right cell ({t}, {e}) from head {h} step {step}")
+    if not right and not glued:
+        failures.append("lesson 10: the wrong merge's cells all keep their time step")
+
+for name, mask in (("causal_mask", dump("04_mask", "mask")),
+                   ("causal_padding_mask", dump("04_mask", "both")[0, 0])):
+    root = ET.parse(f"{work}/svg/{name}.svg").getroot()
+    for r in root.iter(NS + "rect"):
+        if r.get("data-row") is None:
+            continue
+        i, j = int(r.get("data-row")), int(r.get("data-col"))
+        v = float(value(r.find(NS + "title").text))
+        if v != float(mask[i, j]) or (r.get("fill") == "url(#hatch)") != (not mask[i, j]):
+            failures.append(f"lesson 04 {name} cell ({i}, {j}): {v}, fill {r.get('fill')}, "
+                            f"the mask {mask[i, j]}")
+    legend = " ".join(t.text for t in root.iter(NS + "text") if t.get("class") == "legend")
+    bars = [r for r in root.iter(NS + "rect") if r.get("class") == "bar"]
+    if "allowed" not in legend or "masked" not in legend or bars:
+        failures.append(f"lesson 04 {name}: legend {legend!r} and {len(bars)} colour-bar steps")
+
+
+def round_run(labels):
+    """Whether labels are evenly spaced round numbers, a step of 1, 2 or 5 x 10^k."""
+    v = [float(t) for t in labels]
+    if len(v) < 2:
+        return len(v) == 1
+    step = v[1] - v[0]
+    mantissa = step / 10 ** np.floor(np.log10(step)) if step > 0 else 0
+    return (any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5, 10))
+            and all(abs((b - a) - step) < 1e-6 * step for a, b in zip(v, v[1:]))
+            and all(abs(x / step - round(x / step)) < 1e-6 for x in v))
+
+
+for path in sorted(glob.glob(f"{work}/svg/*.svg")):
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError:
+        continue  # said above
+    for cls in ("bar-tick", "y-tick"):
+        labels = [t.text for t in root.iter(NS + "text") if t.get("class") == cls]
+        if labels and not round_run(labels):
+            failures.append(f"{os.path.basename(path)}: {cls} labels {labels} are not round")
+
+# At the articles' sizes: small files that say what they show; 05's heads fit a page.
+for lesson in ("02_split_heads", "04_mask", "05_softmax", "06_attend_merge",
+               "07_output_layer", "10_merge_without_permute"):
+    run(lesson, "--svg", f"{work}/big")
+for path in sorted(glob.glob(f"{work}/big/*.svg")):
+    root = ET.parse(path).getroot()
+    shown = [t.text for t in root.iter(NS + "text") if t.get("class") == "shown"]
+    if os.path.getsize(path) > 300_000 or not shown:
+        failures.append(f"{path}: {os.path.getsize(path)} bytes, saying what it shows: {shown}")
+width = int(ET.parse(f"{work}/big/attention_weights_heads.svg").getroot().get("width"))
+if width > 1000:
+    failures.append(f"lesson 05's every-head figure is {width} px wide at the default sizes")
+if len(glob.glob(f"{work}/big/*.svg")) != 8:
+    failures.append(f"at the default sizes only {glob.glob(f'{work}/big/*.svg')}")
 
 poem = ["<poem>", "白", "日", "依", "山", "盡", "，", "黃", "河", "入", "海", "流", "。", "↵"]
 subprocess.run([f"{build}/tests/svg_cjk_check", f"{work}/svg/cjk_labels.svg"], check=True,

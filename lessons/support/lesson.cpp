@@ -2,6 +2,7 @@
 #include "lesson.hpp"
 #include "text_width.hpp"
 #include "svg.hpp"
+#include "blocks.hpp"
 
 #include "mha/heads.hpp"
 #include "mha/mask.hpp"
@@ -727,6 +728,28 @@ void Lesson::picture(const std::string& title, const std::string& file,
               row_label, col_label, diverging, names);
 }
 
+void Lesson::mask_picture(const std::string& title, const std::string& file,
+                          const std::vector<std::vector<float>>& m,
+                          const std::string& row_label, const std::string& col_label) {
+    terminal(title, m, row_label, col_label, {}, false, {});
+    if (opt.svg_dir.empty()) return;
+    const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
+    write_svg(file, {svg::Grid{"", m, {}}},
+              title + "  [" + std::to_string(rows) + ", " + std::to_string(cols) + "]",
+              row_label, col_label, false, {}, 0, true);
+}
+
+void Lesson::blocks(const std::string& title, const std::string& file,
+                    const std::vector<svg::Stage>& stages) {
+    if (opt.svg_dir.empty()) return;
+    const std::string path = opt.svg_dir + "/" + file + ".svg";
+    std::ofstream out(path);
+    if (!out) throw std::runtime_error("cannot write " + path);
+    out << svg::blocks(info.name + ": " + title,
+                       shown_of(opt.time, opt.d_model, opt.heads).text, stages);
+    std::printf("  wrote %s\n", path.c_str());
+}
+
 void Lesson::terminal(const std::string& title, const std::vector<std::vector<float>>& m,
                       const std::string& row_label, const std::string& col_label,
                       const std::vector<std::vector<bool>>& masked, bool diverging,
@@ -770,9 +793,41 @@ void Lesson::terminal(const std::string& title, const std::vector<std::vector<fl
 void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
                        const std::string& title, const std::string& row_label,
                        const std::string& col_label, bool diverging, const Names& names,
-                       std::size_t per_row) {
-    svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0, per_row};
-    for (const svg::Grid& g : grids)
+                       std::size_t per_row, bool mask) {
+    svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0, per_row,
+                  mask};
+    // At most 1600 cells in all (some 250 KB): the first rows and columns of
+    // each grid, in its proportions, the picture then saying what it shows.
+    std::size_t rows = grids.at(0).value.size(), cols = rows ? grids[0].value[0].size() : 0;
+    const std::size_t all_rows = rows, all_cols = cols, cells = rows * cols * grids.size();
+    if (cells > 1600) {
+        const double f = std::sqrt(1600.0 / double(cells));
+        // a round count: a multiple of 8, or of 4 below 16
+        auto cut = [f](std::size_t n) {
+            const std::size_t k = std::max<std::size_t>(1, std::size_t(double(n) * f));
+            return k >= 16 ? k / 8 * 8 : k >= 8 ? k / 4 * 4 : k;
+        };
+        rows = cut(rows), cols = cut(cols);
+    }
+    if (rows < all_rows || cols < all_cols)
+        st.shown = "shown: " + row_label + " 0-" + std::to_string(rows - 1) + " of " +
+                   std::to_string(all_rows) + ", " + col_label + " 0-" +
+                   std::to_string(cols - 1) + " of " + std::to_string(all_cols) +
+                   (grids.size() > 1 ? ", of each" : "");
+    std::vector<svg::Grid> named = grids;  // cut to the rows and columns drawn
+    for (svg::Grid& g : named) {
+        g.value.resize(rows);
+        for (auto& r : g.value) r.resize(cols);
+        if (!g.masked.empty()) {
+            g.masked.resize(rows);
+            for (auto& r : g.masked) r.resize(cols);
+        }
+        if (g.row_ticks.empty()) g.row_ticks = names.rows;
+        if (g.col_ticks.empty()) g.col_ticks = names.cols;
+        if (!g.row_ticks.empty()) g.row_ticks.resize(rows);
+        if (!g.col_ticks.empty()) g.col_ticks.resize(cols);
+    }
+    for (const svg::Grid& g : named)
         for (std::size_t i = 0; i < g.value.size(); ++i)
             for (std::size_t j = 0; j < g.value[i].size(); ++j) {
                 if (!g.masked.empty() && g.masked[i][j]) continue;
@@ -783,11 +838,6 @@ void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& gr
     const std::string path = opt.svg_dir + "/" + file + ".svg";
     std::ofstream out(path);
     if (!out) throw std::runtime_error("cannot write " + path);
-    std::vector<svg::Grid> named = grids;  // the names, on every grid that has none
-    for (svg::Grid& g : named) {
-        if (g.row_ticks.empty()) g.row_ticks = names.rows;
-        if (g.col_ticks.empty()) g.col_ticks = names.cols;
-    }
     out << svg::heatmap(named, st);
     std::printf("  wrote %s\n", path.c_str());
 }

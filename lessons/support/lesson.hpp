@@ -213,12 +213,21 @@ public:
     bool relation(const std::string& lhs_name, double lhs, const std::string& rhs_name,
                   double rhs, double tolerance, const std::string& why_not);
 
+    /// picture() for a mask of 1 (may attend) and 0: the same in the
+    /// terminal; the SVG draws "allowed" and hatched "masked" cells with a
+    /// legend of those two, not a scale.
+    void mask_picture(const std::string& title, const std::string& file,
+                      const std::vector<std::vector<float>>& m,
+                      const std::string& row_label, const std::string& col_label);
     /// A grid picture of a [rows, cols] matrix: shaded cells in the terminal
     /// (values in [0, 1]; '··' where @p masked), and with --svg DIR a heat
     /// map DIR/<file>.svg (svg.hpp): title, ticks, colour bar, each cell's
     /// value, masked cells hatched; @p diverging for scores and gradients.
     /// With @p names, the rows and columns carry them (in the terminal as row
     /// and column headers, in the SVG as tick labels) instead of indices.
+    /// Every SVG of heat maps (this, heads(), figure()) draws at most 1600
+    /// cells, some 250 KB: past that, the first rows and columns of each
+    /// grid, and a line under the title says which.
     void picture(const std::string& title, const std::string& file,
                  const std::vector<std::vector<float>>& m,
                  const std::string& row_label, const std::string& col_label,
@@ -241,6 +250,11 @@ public:
     /// whose rows and columns are words or features, not indices.
     void table(const std::string& title, const mha::Tensor2& m, const Names& names,
                int digits = 2);
+    /// With --svg DIR, DIR/<file>.svg: @p stages top to bottom, each a row of
+    /// blocks coloured by head (svg::blocks, built with blocks.hpp), and under
+    /// the title which part of sequence 0 is drawn (nothing in the terminal).
+    void blocks(const std::string& title, const std::string& file,
+                const std::vector<svg::Stage>& stages);
     /// With --svg DIR, a line plot DIR/<file>.svg of each series against
     /// @p x, with axes and a legend (the terminal shows the numbers).
     void plot(const std::string& title, const std::string& file, const std::string& x_label,
@@ -273,7 +287,7 @@ private:
     void write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
                    const std::string& title, const std::string& row_label,
                    const std::string& col_label, bool diverging, const Names& names,
-                   std::size_t per_row = 0);
+                   std::size_t per_row = 0, bool mask = false);
     void ask_shape(const std::string& lhs, const std::string& name, const Values& v,
                    const std::string& dims, const std::string& torch);
     std::string with_sizes(const std::string& dims) const;

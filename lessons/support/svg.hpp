@@ -33,6 +33,10 @@ struct Style {
     bool diverging = false;                // centred at 0, for scores and gradients
     double lo = 0, hi = 1;                 // the scale's ends (diverging: -m .. m)
     std::size_t per_row = 0;               // grids in a row, then the next row; 0: all
+    // A mask (values 1 and 0): cells drawn "allowed" or hatched "masked", with
+    // a legend of those two in place of the colour bar.
+    bool mask = false;
+    std::string shown = {};                // what part is drawn, when not all: under the title
 };
 
 /// The colour of @p t in [0, 1] on viridis, "#rrggbb".
@@ -54,6 +58,47 @@ struct Series {
 std::string line_plot(const std::string& title, const std::string& x_label,
                       const std::vector<double>& x, const std::vector<Series>& series,
                       bool log2_x);
+
+/// Tick values at round numbers (steps of 1, 2 or 5 times a power of 10),
+/// about @p about of them, covering [lo, hi]: the first at or below @p lo,
+/// the last at or above @p hi.
+std::vector<double> round_ticks(double lo, double hi, int about = 5);
+
+/// The colour of head @p h, "#rrggbb": 8 colours told apart in colour
+/// blindness (Okabe and Ito's, grey for black), then again from the first.
+std::string head_colour(std::size_t h);
+
+/// One matrix of a blocks() picture: each cell in the colour of the head its
+/// number belongs to, lighter for smaller numbers, or, with head -1, on the
+/// diverging scale (a number every head made, such as an output).
+struct Block {
+    std::string name;                       // above it: "Q[0]  [T, E]"
+    std::vector<std::vector<float>> value;  // [rows][cols] as drawn
+    std::vector<std::vector<int>> head;     // [rows][cols]: each cell's head, or -1
+    // The tensor's index of each row and column drawn (a subset: gaps show as "...").
+    std::vector<std::size_t> rows, cols;
+    std::string row_label = "t", col_label = "e";
+    // Empty, or [rows][cols]: the time step each number was computed at. Then
+    // each run of cells of one head and step in a row is labelled "h0 t1".
+    std::vector<std::vector<int>> step = {};
+    // Lighter to darker on its own scale, not the others' (a weight matrix,
+    // whose numbers are of another size than the activations').
+    bool own_scale = false;
+};
+
+/// One row of a blocks() picture: @p caption (the operation that made it from
+/// the row above), then its blocks side by side.
+struct Stage {
+    std::string caption;
+    std::vector<Block> blocks;
+};
+
+/// The SVG text of @p stages, top to bottom: the head boundaries drawn as
+/// lines, a legend of the heads' colours, and @p shown (which rows and columns
+/// are drawn) under @p title. Each cell carries data-row, data-col, data-head
+/// (and data-step) and its number in a <title>.
+std::string blocks(const std::string& title, const std::string& shown,
+                   const std::vector<Stage>& stages);
 
 /// @p text with &, <, > and quotes escaped for XML.
 std::string escape(const std::string& text);
