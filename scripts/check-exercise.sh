@@ -7,9 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${MHA_BUILD_DIR:-build}
-all=$(cd workbook && ls [0-9][0-9]_*.cpp | sed 's/\.cpp$//' | tr '\n' ' ')
+all=$(cd workbook && ls [0-9][0-9]_*.cpp | sed 's/\.cpp$//')
+numbers=$(echo "$all" | cut -c1-2 | tr '\n' ' ' | sed 's/ $//')
 if [ $# -ne 1 ]; then
-  echo "usage: scripts/check-exercise.sh NN or NAME, one of: $all" >&2
+  echo "usage: scripts/check-exercise.sh NN (one of: $numbers) or its name" >&2
   exit 2
 fi
 found=
@@ -20,8 +21,12 @@ for name in $all; do
     found=$name
   fi
 done
+if [ -z "$found" ]; then  # a part of one name only: "backward"
+  part=$(echo "$all" | grep -F -- "$1" || true)
+  if [ -n "$part" ] && [ "$(echo "$part" | wc -l)" -eq 1 ]; then found=$part; fi
+fi
 if [ -z "$found" ]; then
-  echo "check-exercise: no exercise '$1'; one of: $all" >&2
+  echo "check-exercise: no exercise '$1'; one of $numbers (or a name: ls workbook)" >&2
   exit 2
 fi
 if [ ! -f "$dir/CMakeCache.txt" ]; then

@@ -10,6 +10,8 @@
 // The old terms were e^(s - m); against the new max they are e^(s - m')
 // = e^(s - m) e^(m - m'). A block that leaves the max at -inf (all masked
 // so far) changes nothing: -inf - (-inf) would be NaN.
+// The check feeds a row block by block and compares states[k] = (max, sum)
+// after block k.
 // Check:   scripts/check-exercise.sh 18
 #include <cmath>
 

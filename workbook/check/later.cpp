@@ -153,7 +153,7 @@ int online_softmax(const TakeBlockFn& student) {
     std::vector<float> lesson(8);
     mha::Rng rng(19);
     for (float& x : lesson) x = rng.normal();
-    for (const O& c : {O{"the lesson's row: 8 scores in blocks of 2", lesson, 2},
+    for (const O& c : {O{"the lesson's row", lesson, 2},
                        O{"the max grows in every block", {0, 1, 2, 3, 4, 5}, 2},
                        O{"the first block holds the max", {5, 4, 3, 2, 1, 0}, 2},
                        O{"blocks of 3, a tail of 1", {1, -2, 3, 0.5f, 4, -1, 2}, 3},
@@ -167,14 +167,14 @@ int online_softmax(const TakeBlockFn& student) {
                          std::to_string(block),
              [row, block](const TakeBlockFn& f) {
                  mha::RunningSoftmax st;
-                 std::vector<float> states;  // (max, sum) after each block
+                 std::vector<float> states;  // [blocks, 2]: (max, sum) after each block
                  for (std::size_t j = 0; j < row.size(); j += block) {
                      f(st, row.data() + j, std::min(block, row.size() - j));
                      states.push_back(st.max);
                      states.push_back(st.sum);
                  }
                  Result r{{states.size() / 2, 2}, states};
-                 return Outputs{{"(max, sum) after each block", r}};
+                 return Outputs{{"states", r}};
              }});
     }
     auto how = [](int h) {
