@@ -18,7 +18,8 @@
 namespace workbook {
 
 Mask causal_mask(std::size_t tq, std::size_t tk) {
-    Mask keep = xt::zeros<bool>({std::size_t(1), std::size_t(1), tq, tk});  // [1, 1, Tq, Tk]
+    const std::size_t one = 1;
+    Mask keep = xt::zeros<bool>({one, one, tq, tk});  // [1, 1, Tq, Tk]
     // your code here
     return keep;
 }

@@ -47,11 +47,13 @@ Tensor3 forward(const MHA& m, const Tensor3& query, const Tensor3& key, const Te
 
 Tensor3 decode(const MHA& m, const Tensor3& x, mha::KVCache& c, const std::string& bug) {
     const std::size_t L = c.length, H = m.num_heads();
-    const Tensor4 q = mha::split_heads(mha::linear(x, m.wq), H);
+    const Tensor4 q = mha::split_heads(mha::linear(x, m.wq), H);  // [B, H, 1, D]
+    const Tensor4 k_t = mha::split_heads(mha::linear(x, m.wk), H);
+    const Tensor4 v_t = mha::split_heads(mha::linear(x, m.wv), H);
     const std::size_t at = bug == "at_zero" ? 0 : L;
-    if (bug != "no_append") {
-        xt::view(c.k, xt::all(), xt::all(), at) = xt::view(mha::split_heads(mha::linear(x, m.wk), H), xt::all(), xt::all(), 0);
-        xt::view(c.v, xt::all(), xt::all(), at) = xt::view(mha::split_heads(mha::linear(x, m.wv), H), xt::all(), xt::all(), 0);
+    if (bug != "no_append") {  // cache[:, :, at] = k_t[:, :, 0]
+        xt::view(c.k, xt::all(), xt::all(), at) = xt::view(k_t, xt::all(), xt::all(), 0);
+        xt::view(c.v, xt::all(), xt::all(), at) = xt::view(v_t, xt::all(), xt::all(), 0);
     }
     const std::size_t n = bug == "whole_capacity" ? c.capacity() : bug == "no_append" ? L : L + 1;
     const Tensor4 k = xt::view(c.k, xt::all(), xt::all(), xt::range(0, n));
@@ -147,7 +149,8 @@ int main(int argc, char** argv) {
                 const std::size_t B = x.shape(0), H = x.shape(1), T = x.shape(2), D = x.shape(3);
                 if (bug == "merge_view") return xt::reshape_view(x, {B, T, H * D});
                 if (bug == "merge_interleaved")  // [B, H, T, D] -> [B, T, D, H]
-                    return xt::reshape_view(xt::eval(xt::transpose(x, {0, 2, 3, 1})), {B, T, H * D});
+                    return xt::reshape_view(xt::eval(xt::transpose(x, {0, 2, 3, 1})),
+                                            {B, T, H * D});
                 return mha::merge_heads(x);
             });
     };
@@ -181,8 +184,8 @@ int main(int argc, char** argv) {
         return check::softmax_backward([&](const Tensor4& p, const Tensor4& dp) -> Tensor4 {
             if (bug == "no_subtraction") return p * dp;
             const std::size_t axis = bug == "wrong_axis" ? 2 : 3;
-            const Tensor4 dot = bug == "plain_sum" ? Tensor4(xt::sum(dp, {axis}, xt::keep_dims))
-                                                   : Tensor4(xt::sum(p * dp, {axis}, xt::keep_dims));
+            const Tensor4 pdp = bug == "plain_sum" ? dp : Tensor4(p * dp);
+            const Tensor4 dot = xt::sum(pdp, {axis}, xt::keep_dims);  // evaluated first
             if (bug == "no_p") return dp - dot;
             if (bug.empty()) return mha::softmax_backward(p, dp);
             return p * (dp - dot);

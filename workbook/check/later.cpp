@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include <xtensor/xview.hpp>
 
@@ -70,21 +71,21 @@ void take_like(mha::RunningSoftmax& st, const float* s, std::size_t n, int how) 
 Tensor4 softmax_back_like(const Tensor4& p, const Tensor4& dp, int how) {
     const std::size_t B = p.shape(0), H = p.shape(1), Tq = p.shape(2), Tk = p.shape(3);
     Tensor4 ds(p.shape());
+    std::vector<float> dots;  // one per row (per column for how 2)
     for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t h = 0; h < H; ++h) {
+            dots.assign(how == 2 ? Tk : Tq, 0.0f);
+            for (std::size_t i = 0; i < Tq; ++i)
+                for (std::size_t j = 0; j < Tk; ++j)
+                    dots[how == 2 ? j : i] += (how == 4 ? 1.0f : p(b, h, i, j)) * dp(b, h, i, j);
             for (std::size_t i = 0; i < Tq; ++i)
                 for (std::size_t j = 0; j < Tk; ++j) {
-                    float dot = 0.0f;
-                    if (how == 2)
-                        for (std::size_t r = 0; r < Tq; ++r) dot += p(b, h, r, j) * dp(b, h, r, j);
-                    else
-                        for (std::size_t k = 0; k < Tk; ++k)
-                            dot += (how == 4 ? 1.0f : p(b, h, i, k)) * dp(b, h, i, k);
-                    const float x = dp(b, h, i, j);
+                    const float x = dp(b, h, i, j), dot = dots[how == 2 ? j : i];
                     ds(b, h, i, j) = how == 1   ? p(b, h, i, j) * x
                                      : how == 3 ? x - dot
                                                 : p(b, h, i, j) * (x - dot);
                 }
+        }
     return ds;
 }
 

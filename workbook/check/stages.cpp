@@ -130,10 +130,13 @@ Tensor4 products(const Tensor4& a, const Tensor4& b, float scale) {
 
 // ---- 04: masks ----
 
-Mask mask_where(std::size_t tq, std::size_t tk, bool (*keep)(long i, long j, long tq, long tk)) {
+using Keep = bool (*)(long i, long j, long tq, long tk);
+
+Mask mask_where(std::size_t tq, std::size_t tk, Keep keep) {
     Mask m({1, 1, tq, tk});
     for (std::size_t i = 0; i < tq; ++i)
-        for (std::size_t j = 0; j < tk; ++j) m(0, 0, i, j) = keep(long(i), long(j), long(tq), long(tk));
+        for (std::size_t j = 0; j < tk; ++j)
+            m(0, 0, i, j) = keep(long(i), long(j), long(tq), long(tk));
     return m;
 }
 
@@ -262,7 +265,9 @@ int split_heads(const SplitFn& student) {
         const Tensor3 x = randn3(z.B, z.Tq, z.E, 3);
         const std::size_t H = z.H;
         setups.push_back({z.name, "x " + shape3(z.B, z.Tq, z.E) + ", H " + std::to_string(H),
-                          [x, H](const SplitFn& f) { return Outputs{{"heads", result(f(x, H))}}; }});
+                          [x, H](const SplitFn& f) {
+                              return Outputs{{"heads", result(f(x, H))}};
+                          }});
     }
     const SplitFn core = [](const Tensor3& x, std::size_t h) { return mha::split_heads(x, h); };
     return run("exercise 02 split_heads",
@@ -281,9 +286,13 @@ int scores(const ScoresFn& student) {
         const Tensor4 q = randn4(z.B, z.H, z.Tq, z.D(), 4), k = randn4(z.B, z.H, z.Tk, z.D(), 5);
         setups.push_back({z.name, "q " + shape4(z.B, z.H, z.Tq, z.D()) + ", k " +
                                       shape4(z.B, z.H, z.Tk, z.D()),
-                          [q, k](const ScoresFn& f) { return Outputs{{"scores", result(f(q, k))}}; }});
+                          [q, k](const ScoresFn& f) {
+                              return Outputs{{"scores", result(f(q, k))}};
+                          }});
     }
-    const ScoresFn core = [](const Tensor4& q, const Tensor4& k) { return mha::scaled_scores(q, k); };
+    const ScoresFn core = [](const Tensor4& q, const Tensor4& k) {
+        return mha::scaled_scores(q, k);
+    };
     auto scale = [](float (*s)(const Tensor4&)) {
         return [s](const Tensor4& q, const Tensor4& k) { return products(q, k, s(q)); };
     };
@@ -316,9 +325,9 @@ int mask(const CausalFn& causal, const ApplyMaskFn& apply) {
                              return Outputs{{"mask", result(f(tq, tk))}};
                          }});
     }
-    using K = bool (*)(long, long, long, long);
-    auto as_fn = [](K keep) {
-        return CausalFn([keep](std::size_t tq, std::size_t tk) { return mask_where(tq, tk, keep); });
+    auto as_fn = [](Keep keep) {
+        return CausalFn(
+            [keep](std::size_t tq, std::size_t tk) { return mask_where(tq, tk, keep); });
     };
     std::vector<Case> all = cases<CausalFn>(
         first, causal, [](std::size_t tq, std::size_t tk) { return mha::causal_mask(tq, tk); },
