@@ -1,6 +1,7 @@
 // The checker's frame: comparing, reporting the first failing case, hints.
 #include "check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -57,9 +58,13 @@ void say(const std::string& lead, const std::string& text) {
     const std::size_t width = 90, indent = lead.size();
     std::string line = lead;
     std::istringstream words(text);
-    std::string w;
+    std::string w, more;
     bool first = true;
     while (words >> w) {
+        // a shape [B, H, T, D] stays on one line
+        while (std::count(w.begin(), w.end(), '[') > std::count(w.begin(), w.end(), ']') &&
+               words >> more)
+            w += " " + more;
         if (!first && line.size() + 1 + w.size() > width) {
             std::printf("%s\n", line.c_str());
             line = std::string(indent, ' ');
@@ -124,9 +129,10 @@ int run(const std::string& title, const std::vector<Case>& cases,
                          mha::shape_str(w.shape);
             } else if (const long i = first_wrong(*g, w); i >= 0) {
                 wrong = name;
-                const std::string at = w.shape.empty() ? "" : index_str(w.shape, std::size_t(i));
+                std::string at = w.shape.empty() ? "" : index_str(w.shape, std::size_t(i));
+                if (!at.empty() && name.find(' ') != std::string::npos) at = " at " + at;
                 detail = name + at + " = " + num(g->data[i]) + ", the core's " +
-                         num(w.data[i]) + " (tolerance 1e-4 x (1 + |core's|))";
+                         num(w.data[i]);
             }
             if (!wrong.empty()) break;
         }

@@ -229,6 +229,9 @@ Tensor3 forward_like(const mha::MultiHeadAttention& m, const Tensor3& query,
 const char* kViewHint =
     "view without permute: [B, T, E] read straight as [B, H, T, D] glues time steps "
     "together; view as [B, T, H, D], then permute(0, 2, 1, 3) (lesson 10)";
+const char* kMergeViewHint =
+    "view without permute: [B, H, T, D] read straight as [B, T, E] glues time steps "
+    "together; permute(0, 2, 1, 3) to [B, T, H, D] first (lesson 10)";
 
 }  // namespace
 
@@ -440,9 +443,7 @@ int attend_merge(const AttendFn& attend, const MergeFn& merge) {
           [](const Tensor4& w, const Tensor4& v) { return weighted(w, v, true); }}});
     const std::vector<Case> more = cases<MergeFn>(
         second, merge, [](const Tensor4& x) { return mha::merge_heads(x); },
-        {{"view without permute: [B, H, T, D] read straight as [B, T, E] glues time steps "
-          "together; permute(0, 2, 1, 3) to [B, T, H, D] first (lesson 10)",
-          view_merge},
+        {{kMergeViewHint, view_merge},
          {"wrong axis: head h goes back to columns h*D .. h*D+D-1 (E = H x D, head "
           "first), not every H-th column",
           interleaved_merge}});
@@ -498,7 +499,7 @@ int forward(const ForwardFn& student) {
                     {"the mask is not applied: apply_mask(scores, *mask) when mask is "
                      "not null",
                      with(no_mask)},
-                    {kViewHint, with(view)},
+                    {kMergeViewHint, with(view)},
                     {"V from wk: the values are wv(value)", with(wk)}}),
                "the seven stages in order: wq, wk, wv; split; scores; mask; softmax; "
                "attend and merge; w_o (m.forward_stages() shows each)");
