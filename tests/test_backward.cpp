@@ -20,6 +20,7 @@
 #include "mha/backward.hpp"
 #include "mha/init.hpp"
 #include "mha/reference.hpp"
+#include "mha/softmax.hpp"
 #include "worst.hpp"
 
 namespace {
@@ -204,4 +205,34 @@ TEST_CASE("backward: bad shapes are refused") {
     const mha::ForwardTrace other = p.m.trace(mha::randn(1, 2, 4, rng), p.k, p.v);
     CHECK_THROWS_WITH_AS(mha::backward(p.m, other, p.q, p.k, p.v, p.r),
                          doctest::Contains("not a trace() of"), std::invalid_argument);
+}
+
+TEST_CASE("backward: softmax_backward against finite differences of softmax") {
+    // L = sum(softmax(S) * R), so dL/dP = R; S [2, 2, 3, 5] with one key masked.
+    mha::Rng rng(4);
+    mha::Tensor4 s({2, 2, 3, 5}), r({2, 2, 3, 5});
+    for (auto& x : s) x = rng.normal();
+    for (auto& x : r) x = rng.normal();
+    s(1, 0, 2, 3) = mha::kNegInf;
+    auto loss_of = [&](const mha::Tensor4& scores) {
+        const mha::Tensor4 p = mha::softmax(scores);
+        double l = 0;
+        for (std::size_t i = 0; i < p.size(); ++i) l += double(p.data()[i]) * r.data()[i];
+        return l;
+    };
+    const mha::Tensor4 ds = mha::softmax_backward(mha::softmax(s), r);
+    CHECK(ds(1, 0, 2, 3) == 0.0f);  // a masked score does not move the loss
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (std::isinf(s.data()[i])) continue;
+        const float keep = s.data()[i], h = 1e-2f;
+        s.data()[i] = keep + h;
+        const double up = loss_of(s);
+        s.data()[i] = keep - h;
+        const double down = loss_of(s);
+        s.data()[i] = keep;
+        const double fd = (up - down) / (double(keep + h) - double(keep - h));
+        CHECK(ds.data()[i] == doctest::Approx(fd).epsilon(1e-3).scale(1e-2));
+    }
+    CHECK_THROWS_WITH_AS(mha::softmax_backward(s, mha::Tensor4({2, 2, 5, 3})),
+                         doctest::Contains("[2, 2, 5, 3]"), std::invalid_argument);
 }

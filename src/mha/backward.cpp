@@ -4,6 +4,7 @@
 // B = batch, Tq / Tk = queries / keys, E = embed_dim, H = heads, D = E / H.
 #include "mha/backward.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -36,6 +37,25 @@ Tensor3 linear_backward(const Tensor3& x, const Tensor3& dy, const Linear& l, Li
     const Tensor2 dx = xt::linalg::dot(dy2, l.weight);   // [B*T, out] x [out, in]
     const std::array<std::size_t, 3> x_shape{x.shape(0), x.shape(1), in};
     return xt::reshape_view(dx, x_shape);                // [B, T, in]
+}
+
+Tensor4 softmax_backward(const Tensor4& weights, const Tensor4& d_weights) {
+    if (weights.shape() != d_weights.shape()) {
+        fail("softmax_backward: weights " + shape_of(weights) + " and d_weights " +
+             shape_of(d_weights) + " must have one shape [B, H, Tq, Tk]");
+    }
+    const std::size_t Tk = weights.shape(3), rows = weights.size() / std::max<std::size_t>(Tk, 1);
+    Tensor4 d_scores(weights.shape());  // [B, H, Tq, Tk]
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* p = weights.data() + r * Tk;
+        const float* dp = d_weights.data() + r * Tk;
+        float* ds = d_scores.data() + r * Tk;
+        // A score moves its own weight and, through the sum, every other one.
+        float dot = 0.0f;  // sum_k P_k dP_k
+        for (std::size_t j = 0; j < Tk; ++j) dot += p[j] * dp[j];
+        for (std::size_t j = 0; j < Tk; ++j) ds[j] = p[j] * (dp[j] - dot);
+    }
+    return d_scores;
 }
 
 AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query,
@@ -74,7 +94,8 @@ AttentionGrads backward_stages(const MultiHeadAttention& m, const Tensor3& query
             // O = P V:  dP = dO V^T [Tq, Tk],  dV = P^T dO [Tk, D]
             Tensor2 dS = xt::linalg::dot(dO, xt::transpose(v));
             xt::view(dv, b, h / group) += xt::linalg::dot(xt::transpose(P), dO);
-            // 5) softmax, row by row: dS_j = P_j (dP_j - sum_k P_k dP_k)
+            // 5) softmax, row by row: dS_j = P_j (dP_j - sum_k P_k dP_k), as
+            //    softmax_backward() does for all the heads at once
             // 4) a masked score is a constant (the fill): its gradient is 0
             for (std::size_t i = 0; i < Tq; ++i) {
                 float dot = 0.0f;

@@ -35,6 +35,15 @@ struct LinearGrad {
 Tensor3 linear_backward(const Tensor3& x, const Tensor3& dy, const Linear& layer,
                         LinearGrad& grad);
 
+/// The gradient through the softmax over the last axis (softmax()): for each
+/// row, \f$dS_j = P_j (dP_j - \sum_k P_k\, dP_k)\f$. A masked key has
+/// \f$P_j = 0\f$ under -inf, so its gradient is 0 here too.
+/// @param weights   the softmax's output P `[B, H, Tq, Tk]`
+/// @param d_weights dL/dP `[B, H, Tq, Tk]`
+/// @return          dL/dS, the gradient of the scores `[B, H, Tq, Tk]`
+/// @throws std::invalid_argument when the two shapes differ.
+Tensor4 softmax_backward(const Tensor4& weights, const Tensor4& d_weights);
+
 /// Every gradient of one forward call.
 struct AttentionGrads {
     LinearGrad wq;               ///< dL/d wq's weight and bias
