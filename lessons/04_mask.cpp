@@ -26,7 +26,9 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"04_mask", "causal tril mask, masked_fill, padding", true, 34.1};
+    lesson::Info info;
+    info.name = "04_mask", info.summary = "causal tril mask, masked_fill, padding";
+    info.draws = true, info.dump_mb = 34.1;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -37,17 +39,15 @@ int main(int argc, char** argv) {
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
         const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
         const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
-        const mha::Tensor4 S = mha::scaled_scores(Q, K);  // [B, H, T, T]
-        L.recap("score = q k^T / sqrt(n_d)", "score", S, "B, H, Tq, Tk",
-                "mha::scaled_scores(Q, K)");
+        SHOWN(L, const mha::Tensor4 S = mha::scaled_scores(Q, K));  // [B, H, T, T]
+        L.recap("score = q k^T / sqrt(n_d)", "score", S, "B, H, Tq, Tk");
 
         L.section("1. The causal mask: torch.tril");
         // Query i may look at keys 0..i only: the lower triangle, diagonal
         // included. 1 = may attend, 0 = masked (the articles' polarity).
-        const xt::xtensor<bool, 2> tril = xt::tril(xt::ones<bool>({T, T}));
+        SHOWN(L, const xt::xtensor<bool, 2> tril = xt::tril(xt::ones<bool>({T, T})));
         L.step("mask = tril(ones(T, T))", "mask", tril, "Tq, Tk",
-               "mask = torch.tril(torch.ones(time, time, dtype=bool))",
-               "xt::xtensor<bool, 2> tril = xt::tril(xt::ones<bool>({T, T}));");
+               "mask = torch.tril(torch.ones(time, time, dtype=bool))");
         std::vector<std::vector<float>> grid(T, std::vector<float>(T));
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t j = 0; j < T; ++j) grid[i][j] = tril(i, j);
@@ -58,11 +58,10 @@ int main(int argc, char** argv) {
         // The [T, T] mask broadcasts over batch and heads, as in PyTorch.
         const float fill = -INFINITY;
         const std::array<std::size_t, 4> one_one_tt{1, 1, T, T};
-        const mha::Tensor4 masked =
-            xt::where(xt::reshape_view(tril, one_one_tt), S, fill);
+        const auto tril4 = xt::reshape_view(tril, one_one_tt);  // [1, 1, T, T], no copy
+        SHOWN(L, const mha::Tensor4 masked = xt::where(tril4, S, fill));
         L.step("score.masked_fill(mask==0, -inf)", "score", masked, "B, H, Tq, Tk",
-               "score = score.masked_fill(mask == 0, float(\"-inf\"))",
-               "xt::where(xt::reshape_view(tril, one_one_tt), S, fill)");
+               "score = score.masked_fill(mask == 0, float(\"-inf\"))");
         L.say("Why -inf: exp(-inf) = 0, so after the softmax a masked key gets "
               "weight exactly 0. The four-linear-layers article fills -1e10 "
               "instead: exp(-1e10 - max) is 0 in float too, and a row with "
@@ -74,14 +73,12 @@ int main(int argc, char** argv) {
         std::vector<std::size_t> lengths(B);
         for (std::size_t b = 0; b < B; ++b) lengths[b] = T - b % T;  // T, T-1, ...
         lengths[0] = std::max<std::size_t>(1, std::min<std::size_t>(T, 20) * 3 / 4);
-        const mha::Mask pad = mha::padding_mask(lengths, T);  // [B, 1, 1, T]
         L.dump("lengths", mha::Tensor1(xt::adapt(lengths)));  // for lessons/pytorch/
+        SHOWN(L, const mha::Mask pad = mha::padding_mask(lengths, T));  // [B, 1, 1, T]
         L.step("pad = lengths[b] > j", "pad", pad, "B, 1, 1, Tk",
-               "key_padding_mask (True = ignore) is its negation",
-               "mha::Mask pad = mha::padding_mask(lengths, T);");
-        const mha::Mask both = mha::combine_masks(mha::causal_mask(T, T), pad);
-        L.step("both = tril & pad", "both", both, "B, 1, Tq, Tk", "",
-               "mha::combine_masks(mha::causal_mask(T, T), pad)");
+               "key_padding_mask (True = ignore) is its negation");
+        SHOWN(L, const mha::Mask both = mha::combine_masks(mha::causal_mask(T, T), pad));
+        L.step("both = tril & pad", "both", both, "B, 1, Tq, Tk", "");
         const std::size_t show = 0;  // the first sequence
         std::vector<std::vector<float>> pgrid(T, std::vector<float>(T));
         for (std::size_t i = 0; i < T; ++i)

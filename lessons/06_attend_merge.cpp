@@ -25,28 +25,28 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"06_attend_merge", "x = weights @ v, then merge the heads",
-                            true, 104.9};
+    lesson::Info info;
+    info.name = "06_attend_merge", info.summary = "x = weights @ v, then merge the heads";
+    info.draws = true, info.dump_mb = 104.9;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
 
         L.section("Earlier stages, by the core");
         mha::Rng rng(L.opt.seed);
-        const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
+        SHOWN(L, const mha::Tensor3 X = mha::randn(B, T, E, rng));  // [B, T, E]
+        L.recap("X = randn(B, T, E)", "X", X, "B, T, E");
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
         const std::size_t D = m.head_dim();
         const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
         const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
-        const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H);
         L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
-        L.recap("X = randn(B, T, E)", "X", X, "B, T, E", "mha::randn(B, T, E, rng)");
-        L.recap("v = split(w_v(X))", "v", V, "B, H, Tk, D",
-                "mha::split_heads(mha::linear(X, m.wv), H)");
+        SHOWN(L, const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H));
+        L.recap("v = split(w_v(X))", "v", V, "B, H, Tk, D");
         const mha::Mask causal = mha::causal_mask(T, T);
-        const mha::Tensor4 W = mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal));
-        L.recap("weights = softmax(masked score)", "weights", W, "B, H, Tq, Tk",
-               "mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal))");
+        const mha::Tensor4 S = mha::apply_mask(mha::scaled_scores(Q, K), causal);
+        SHOWN(L, const mha::Tensor4 W = mha::softmax(S));  // [B, H, T, T]
+        L.recap("weights = softmax(masked score)", "weights", W, "B, H, Tq, Tk");
 
         L.section("1. weights @ v, one product per (batch, head)");
         // Each query's output is its weighted average of the values:
@@ -56,17 +56,16 @@ int main(int argc, char** argv) {
             for (std::size_t h = 0; h < H; ++h) {
                 const mha::Tensor2 w = xt::view(W, b, h);  // [T, T]
                 const mha::Tensor2 v = xt::view(V, b, h);  // [T, D]
-                xt::view(A, b, h) = xt::linalg::dot(w, v);
+                SHOWN(L, xt::view(A, b, h) = xt::linalg::dot(w, v));
             }
-        L.step("x = weights @ v", "x", A, "B, H, Tq, D", "score = self.softmax(score) @ v",
-               "xt::view(A, b, h) = xt::linalg::dot(w, v);");
+        L.step("x = weights @ v", "x", A, "B, H, Tq, D",
+               "score = self.softmax(score) @ v");
 
         L.section("2. permute back, contiguous");
         // Undo lesson 02 in reverse order: time before heads again...
-        const mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});  // [B, T, H, D]
+        SHOWN(L, const mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3}));  // [B,T,H,D]
         L.step("x.permute(0, 2, 1, 3)", "x", P, "B, Tq, H, D",
-               "score.permute(0, 2, 1, 3)",
-               "mha::Tensor4 P = xt::transpose(A, {0, 2, 1, 3});");
+               "score.permute(0, 2, 1, 3)");
         L.say("In PyTorch permute only changes strides, so .contiguous() must copy "
               "before .view() may glue H and D together. In C++, assigning the "
               "transposed view to the Tensor4 P was that copy.");
@@ -74,10 +73,9 @@ int main(int argc, char** argv) {
         L.section("3. view: the H heads of D numbers back into E");
         // ...then glue the H heads of D numbers back into E numbers.
         const std::array<std::size_t, 3> bte{B, T, E};
-        const mha::Tensor3 merged = xt::reshape_view(P, bte);  // [B, T, E]
+        SHOWN(L, const mha::Tensor3 merged = xt::reshape_view(P, bte));  // [B,T,E]
         L.step("x.contiguous().view(B, T, E)", "x", merged, "B, Tq, E",
-               ".contiguous().view(batch, time, dimension)",
-               "mha::Tensor3 merged = xt::reshape_view(P, bte);");
+               ".contiguous().view(batch, time, dimension)");
         L.blocks("the heads' columns placed back side by side", "merge_heads",
                  {{"", lesson::head_blocks(A, "x")},
                   {"permute(0, 2, 1, 3), contiguous, view(B, T, E)",

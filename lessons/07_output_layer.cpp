@@ -25,8 +25,10 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"07_output_layer", "output = w_combine(x); the whole module",
-                            true, 111.9};
+    lesson::Info info;
+    info.name = "07_output_layer";
+    info.summary = "output = w_combine(x); the whole module";
+    info.draws = true, info.dump_mb = 111.9;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -34,16 +36,15 @@ int main(int argc, char** argv) {
 
         L.section("Earlier stages, by the core");
         mha::Rng rng(L.opt.seed);
-        const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
-        L.recap("X = randn(B, T, E)", "X", X, "B, T, E", "mha::randn(B, T, E, rng)");
+        SHOWN(L, const mha::Tensor3 X = mha::randn(B, T, E, rng));  // [B, T, E]
+        L.recap("X = randn(B, T, E)", "X", X, "B, T, E");
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
         L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
         const mha::Mask causal = mha::causal_mask(T, T);  // [1, 1, T, T]
         // forward_stages() is the articles' forward, the stages of lessons
         // 01-06 one call per line (src/mha/attention.cpp), every tensor kept.
-        const mha::Stages stages = m.forward_stages(X, X, X, &causal);
-        L.recap("v = split(w_v(X))", "v", stages.v, "B, H, T, D",
-                "mha::Stages stages = m.forward_stages(X, X, X, &causal);");
+        SHOWN(L, const mha::Stages stages = m.forward_stages(X, X, X, &causal));
+        L.recap("v = split(w_v(X))", "v", stages.v, "B, H, T, D");
         L.recap("weights = softmax(mask(q k^T / sqrt(D)))", "weights", stages.weights,
                 "B, H, Tq, Tk", "stages.weights");
         const mha::Tensor3& x = stages.context;  // merge(weights @ v)
@@ -54,13 +55,12 @@ int main(int argc, char** argv) {
         // results into one E-vector per token: y = x W_o^T + b_o.
         const std::array<std::size_t, 2> rows_shape{B * T, E};
         const mha::Tensor2 rows = xt::reshape_view(x, rows_shape);  // [B*T, E]
-        const mha::Tensor2 Y =
-            xt::linalg::dot(rows, xt::transpose(m.w_o.weight)) + m.w_o.bias;
+        const auto Wt = xt::transpose(m.w_o.weight);  // [E, E], a view
+        SHOWN(L, const mha::Tensor2 Y = xt::linalg::dot(rows, Wt) + m.w_o.bias);
         const std::array<std::size_t, 3> bte{B, T, E};
         const mha::Tensor3 out = xt::reshape_view(Y, bte);  // [B, T, E]
         L.step("output = w_combine(x)", "output", out, "B, T, E",
-               "output = self.w_combine(score)  # fc_out in the other article",
-               "xt::linalg::dot(rows, xt::transpose(m.w_o.weight)) + m.w_o.bias");
+               "output = self.w_combine(score)  # fc_out in the other article");
         L.blocks("w_o mixes the heads' columns", "output_layer",
                  {{"", {lesson::by_head(x, H, "x[0]  [T, E]")}},
                   {"output = x W_o^T + b_o: every output column reads every head",
@@ -73,9 +73,8 @@ int main(int argc, char** argv) {
                          mha::max_abs_diff(out, stages.output), 1e-6);
 
         L.section("2. The same module, fast");
-        const mha::AttentionOutput fast = m.forward(X, X, X, &causal);
-        L.step("(the fast path)", "fast.output", fast.output, "B, T, E", "",
-               "mha::AttentionOutput fast = m.forward(X, X, X, &causal);");
+        SHOWN(L, const mha::AttentionOutput fast = m.forward(X, X, X, &causal));
+        L.step("(the fast path)", "fast.output", fast.output, "B, T, E", "");
         L.say("The fast path lives in src/mha/fast/: the same sums, no head copies, every "
               "core busy.");
         const double d_out = mha::max_abs_diff(fast.output, stages.output);
@@ -96,10 +95,9 @@ int main(int argc, char** argv) {
         lengths[0] = 4;  // the first sequence's memory: 4 real keys, 2 of padding
         const mha::Mask pad = mha::padding_mask(lengths, 6);  // [B, 1, 1, Tk]
         L.dump("dec", dec), L.dump("enc", enc), L.dump("cross.pad", pad);  // for lessons/pytorch/
-        const mha::AttentionOutput cross = m.forward(dec, enc, enc, &pad);
+        SHOWN(L, const mha::AttentionOutput cross = m.forward(dec, enc, enc, &pad));
         L.step("attention(dec, enc, enc)", "cross.weights", cross.weights, "B, H, Tq, Tk",
-               "out, w = mha(dec, enc, enc, key_padding_mask=~keep)",
-               "mha::AttentionOutput cross = m.forward(dec, enc, enc, &pad);");
+               "out, w = mha(dec, enc, enc, key_padding_mask=~keep)");
         L.say("No causal mask here: query i and key j come from different sequences, so "
               "'later' means nothing between them. What applies is the keys' padding, "
               "[B, 1, 1, Tk], the same for every query.");
