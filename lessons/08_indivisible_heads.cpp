@@ -38,8 +38,10 @@ mha::Tensor3 floored_attention(const mha::Tensor3& q, const mha::Tensor3& k,
 
 int main(int argc, char** argv) {
     // The article's 7 heads by default; --heads must not divide --d-model.
-    lesson::Info info{"08_indivisible_heads",
-                      "pitfall: num_heads that does not divide d_model", false, 21.1};
+    lesson::Info info;
+    info.name = "08_indivisible_heads";
+    info.summary = "pitfall: num_heads that does not divide d_model";
+    info.dump_mb = 21.1;
     info.default_heads = 7;
     info.heads_divide = false;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
@@ -83,11 +85,10 @@ int main(int argc, char** argv) {
         L.dump("X0", xt::view(X, xt::range(0, 1))), L.dump_layers(m);  // lessons/pytorch/
         mha::Tensor3 q = mha::linear(X, m.wq), k = mha::linear(X, m.wk);
         mha::Tensor3 v = mha::linear(X, m.wv);  // [B, T, E] each
-        const mha::Tensor3 out = floored_attention(q, k, v, bad, D);
+        SHOWN(L, const mha::Tensor3 out = floored_attention(q, k, v, bad, D));
         L.let("D", D);  // the floored head_dim
         L.step("x = floored attention", "x", out, "B, T, H*D",
-               "(" + std::to_string(bad) + " heads of " + std::to_string(D) + ")",
-               "floored_attention(q, k, v, bad, D)");
+               "(" + std::to_string(bad) + " heads of " + std::to_string(D) + ")");
         // Change the ignored columns of q, k and v wildly.
         for (std::size_t c = used; c < E; ++c)
             for (std::size_t b = 0; b < B; ++b)

@@ -54,7 +54,8 @@ std::string per_head(const mha::Tensor2& g, std::size_t H, std::size_t D, double
 }  // namespace
 
 int main(int argc, char** argv) {
-    lesson::Info info{"09_zero_init", "pitfall: zero and constant init", false, 0};
+    lesson::Info info;
+    info.name = "09_zero_init", info.summary = "pitfall: zero and constant init";
     info.default_batch = 32;  // its claims hold at any batch; 8 passes of 128 took 3 s
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
@@ -71,8 +72,8 @@ int main(int argc, char** argv) {
 
         L.section("1. The article's example: only wq.weight is zero");
         mha::MultiHeadAttention a(E, H, mha::Init::xavier(L.opt.seed));
-        a.wq.weight.fill(0.0f);
-        L.code("nn.init.zeros_(self.wq.weight)", "a.wq.weight.fill(0.0f);");
+        SHOWN(L, a.wq.weight.fill(0.0f));
+        L.code("nn.init.zeros_(self.wq.weight)");
         const mha::AttentionGrads ga = grads(a, X, target);
         L.say("|dL/dWq| = " + fixed(norm(ga.wq.weight), 5) + ". Q is then wq's bias for every "
               "token, so all queries attend alike, but the gradient of wq is not zero: it "
@@ -109,10 +110,9 @@ int main(int argc, char** argv) {
 
         L.section("3. Constant init: identical heads stay identical");
         const float value = 1.0f / static_cast<float>(E);  // keeps the output near the input's size
-        mha::MultiHeadAttention c(E, H, mha::Init::constant(value, L.opt.seed));
+        SHOWN(L, mha::MultiHeadAttention c(E, H, mha::Init::constant(value, L.opt.seed)));
         for (mha::Linear* l : {&c.wq, &c.wk, &c.wv, &c.w_o}) l->bias.fill(0.0f);
-        L.code("nn.init.constant_(w, 1 / E); nn.init.zeros_(b)",
-               "mha::MultiHeadAttention c(E, H, mha::Init::constant(value, L.opt.seed));");
+        L.code("nn.init.constant_(w, 1 / E); nn.init.zeros_(b)");
         L.say("Three SGD steps with lr = 0.1:");
         double worst = 0;
         for (int step = 0; step < 3; ++step) {

@@ -36,9 +36,10 @@ mha::Tensor3 merge_without_permute(const mha::Tensor4& x) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"10_merge_without_permute",
-                            "pitfall: view(B, T, E) without permute(0, 2, 1, 3)",
-                            true, 50.3};
+    lesson::Info info;
+    info.name = "10_merge_without_permute";
+    info.summary = "pitfall: view(B, T, E) without permute(0, 2, 1, 3)";
+    info.draws = true, info.dump_mb = 50.3;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -54,18 +55,17 @@ int main(int argc, char** argv) {
         const mha::Tensor4 K = mha::split_heads(mha::linear(X, m.wk), H);
         const mha::Tensor4 V = mha::split_heads(mha::linear(X, m.wv), H);
         const mha::Tensor4 W = mha::softmax(mha::apply_mask(mha::scaled_scores(Q, K), causal));
-        const mha::Tensor4 A = mha::attend(W, V);  // [B, H, T, D]
+        SHOWN(L, const mha::Tensor4 A = mha::attend(W, V));  // [B, H, T, D]
         // Its numbers at --tiny: the rows that each merge below lays out
-        L.step("x = weights @ v", "x", A, "B, H, T, D", "", "mha::attend(W, V)");
+        L.step("x = weights @ v", "x", A, "B, H, T, D", "");
 
         L.section("1. The right merge and the wrong one");
-        const mha::Tensor3 right = mha::merge_heads(A);  // [B, T, E]
+        SHOWN(L, const mha::Tensor3 right = mha::merge_heads(A));  // [B, T, E]
         L.step("x.permute(0,2,1,3).contiguous().view", "right", right, "B, T, E",
-               "x.permute(0, 2, 1, 3).contiguous().view(B, T, E)",
-               "mha::merge_heads(A)");
-        const mha::Tensor3 wrong = merge_without_permute(A);  // [B, T, E] too
-        L.step("x.view(B, T, E)", "wrong", wrong, "B, T, E", "x.view(B, T, E)  # no permute",
-               "merge_without_permute(A)");
+               "x.permute(0, 2, 1, 3).contiguous().view(B, T, E)");
+        SHOWN(L, const mha::Tensor3 wrong = merge_without_permute(A));  // [B, T, E] too
+        L.step("x.view(B, T, E)", "wrong", wrong, "B, T, E",
+               "x.view(B, T, E)  # no permute");
         const double diff = mha::max_abs_diff(right, wrong);
         L.blocks("the right merge and the wrong one, h = head, t = time step", "merge",
                  {{"", lesson::head_blocks(A, "x")},

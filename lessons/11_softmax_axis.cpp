@@ -52,7 +52,9 @@ Both attention(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"11_softmax_axis", "pitfall: softmax over dim=-2", true, 4.9};
+    lesson::Info info;
+    info.name = "11_softmax_axis", info.summary = "pitfall: softmax over dim=-2";
+    info.draws = true, info.dump_mb = 4.9;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;

@@ -47,8 +47,10 @@ float to_half(float x) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"12_fill_value", "pitfall: -inf, -1e10, -1e9 and empty rows",
-                            true, 0.9};
+    lesson::Info info;
+    info.name = "12_fill_value";
+    info.summary = "pitfall: -inf, -1e10, -1e9 and empty rows";
+    info.draws = true, info.dump_mb = 0.9;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads;
@@ -63,24 +65,24 @@ int main(int argc, char** argv) {
 
         L.section("1. Rows with at least one key: the fill does not matter");
         const mha::Mask causal = mha::causal_mask(T, T);
-        const mha::Tensor4 w_inf = mha::softmax(mha::apply_mask(S, causal));
-        const mha::Tensor4 w_1e10 = mha::softmax(mha::apply_mask(S, causal, -1e10f));
-        const mha::Tensor4 w_1e9 = mha::softmax(mha::apply_mask(S, causal, -1e9f));
+        using mha::apply_mask, mha::softmax;  // C++17: shorter lines below
+        const mha::Tensor4 w_inf = softmax(apply_mask(S, causal));
+        SHOWN(L, const mha::Tensor4 w_1e10 = softmax(apply_mask(S, causal, -1e10f)));
+        const mha::Tensor4 w_1e9 = softmax(apply_mask(S, causal, -1e9f));
         // With --dump: sequence 0 of each, for lessons/pytorch/
         const auto seq0 = [](const mha::Tensor4& t) { return xt::view(t, xt::range(0, 1)); };
         L.dump("S0", seq0(S)), L.dump("w_inf0", seq0(w_inf));
         L.dump("w_1e10_0", seq0(w_1e10)), L.dump("w_1e9_0", seq0(w_1e9));
-        L.code("energy.masked_fill(mask == 0, -1e10)",
-               "mha::softmax(mha::apply_mask(S, causal, -1e10f))");
+        L.code("energy.masked_fill(mask == 0, -1e10)");
         const double d10 = mha::max_abs_diff(w_inf, w_1e10);
         const double d9 = mha::max_abs_diff(w_inf, w_1e9);
         std::printf("causal mask: max |w(-inf) - w(-1e10)| = %.3g, "
                     "max |w(-inf) - w(-1e9)| = %.3g\n", d10, d9);
         L.say("exp(-1e9 - max) is 0 in float just as exp(-inf) is, so the three "
               "fills agree exactly.");
-        L.code("torch.tensor(-1e10).half()  # a cast: tensor(-inf, dtype=torch.float16)",
-               "to_half(-1e10f)");
-        std::printf("as float16: -1e10 -> %g, -1e9 -> %g, -1e4 -> %g\n", to_half(-1e10f),
+        SHOWN(L, const float half_1e10 = to_half(-1e10f));
+        L.code("torch.tensor(-1e10).half()  # a cast: tensor(-inf, dtype=torch.float16)");
+        std::printf("as float16: -1e10 -> %g, -1e9 -> %g, -1e4 -> %g\n", half_1e10,
                     to_half(-1e9f), to_half(-1e4f));
         L.say("A cast rounds -1e10 and -1e9 to -inf, but PyTorch 1.13 does not cast a fill: "
               "on a float16 tensor, masked_fill(mask == 0, -1e10) raises 'value cannot be "

@@ -64,7 +64,9 @@ Stats measure(const mha::Tensor4& q, const mha::Tensor4& k, double factor,
 }  // namespace
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"13_scaling", "pitfall: sqrt(D), sqrt(E) or no scaling", true, 0};
+    lesson::Info info;
+    info.name = "13_scaling", info.summary = "pitfall: sqrt(D), sqrt(E) or no scaling";
+    info.draws = true;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t T = L.opt.time, H = L.opt.heads;
         using lesson::fixed;
