@@ -22,8 +22,10 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"16_kv_cache", "prefill a prompt, then decode one position at a time",
-                            true, 53.6};
+    lesson::Info info;
+    info.name = "16_kv_cache";
+    info.summary = "prefill a prompt, then decode one position at a time";
+    info.draws = true, info.dump_mb = 53.6;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         using lesson::fixed;
@@ -34,10 +36,9 @@ int main(int argc, char** argv) {
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
         L.dump("X0", xt::view(X, xt::range(0, 1))), L.dump_layers(m);  // lessons/pytorch/
         const mha::Mask causal = mha::causal_mask(T, T);
-        const mha::AttentionOutput all = m.forward(X, X, X, &causal);
+        SHOWN(L, const mha::AttentionOutput all = m.forward(X, X, X, &causal));
         const mha::Tensor3& full = all.output;  // [B, T, E]
-        L.recap("the causal forward, all T at once", "full", full, "B, T, E",
-                "m.forward(X, X, X, &causal)");
+        L.recap("the causal forward, all T at once", "full", full, "B, T, E");
         L.explore("decoding: query t reads the t + 1 cached keys", "decode",
                   {{"weights", &all.weights}}, &causal);
         L.figure("the cache grows: step t's query reads the t + 1 keys cached so far",
@@ -49,13 +50,11 @@ int main(int argc, char** argv) {
         const std::size_t P = T > 8 ? T - 8 : 1;  // the prompt; the rest is decoded
         L.let("P", P);
         const mha::Tensor3 prompt = xt::view(X, xt::all(), xt::range(0, P));  // [B, P, E]
-        mha::KVCache cache = mha::make_cache(m, B, T);  // room for all T positions
+        SHOWN(L, mha::KVCache cache = mha::make_cache(m, B, T));  // room for all T
         L.step("k_cache = zeros(B, H, T, D)", "cache.k", cache.k, "B, H, T, D",
-               "k_cache = torch.zeros(B, H, T, D)  # allocated once",
-               "mha::KVCache cache = mha::make_cache(m, B, T);");
-        const mha::Tensor3 y = m.prefill(prompt, cache);  // [B, P, E]
-        L.step("prefill(prompt)", "y", y, "B, P, E", "k_cache[:, :, :P] = k  # and v",
-               "const mha::Tensor3 y = m.prefill(prompt, cache);");
+               "k_cache = torch.zeros(B, H, T, D)  # allocated once");
+        SHOWN(L, const mha::Tensor3 y = m.prefill(prompt, cache));  // [B, P, E]
+        L.step("prefill(prompt)", "y", y, "B, P, E", "k_cache[:, :, :P] = k  # and v");
         L.say("cache.length = " + std::to_string(cache.length) + ": K and V of the prompt.");
 
         L.section("2. One decode step, written out");
@@ -66,27 +65,25 @@ int main(int argc, char** argv) {
         const mha::Tensor4 k = mha::split_heads(mha::linear(x_t, m.wk), H);  // [B, H, 1, D]
         const mha::Tensor4 v = mha::split_heads(mha::linear(x_t, m.wv), H);
         // the written slot: position t0 of every (sequence, head)
-        xt::view(mine.k, xt::all(), xt::all(), xt::range(t0, t0 + 1)) = k;
+        SHOWN(L, xt::view(mine.k, xt::all(), xt::all(), xt::range(t0, t0 + 1)) = k);
         xt::view(mine.v, xt::all(), xt::all(), xt::range(t0, t0 + 1)) = v;
-        L.step("k_cache[:, :, t] = k", "k", k, "B, H, 1, D", "k_cache[:, :, t:t+1] = k",
-               "xt::view(mine.k, xt::all(), xt::all(), xt::range(t0, t0 + 1)) = k;");
+        L.step("k_cache[:, :, t] = k", "k", k, "B, H, 1, D", "k_cache[:, :, t:t+1] = k");
         L.let("L", t0);
         const mha::Tensor4 keys = xt::view(mine.k, xt::all(), xt::all(), xt::range(0, t0 + 1));
         const mha::Tensor4 vals = xt::view(mine.v, xt::all(), xt::all(), xt::range(0, t0 + 1));
-        const mha::Tensor4 w = mha::softmax(mha::scaled_scores(q, keys));  // [B, H, 1, L+1]
+        SHOWN(L, const mha::Tensor4 w = mha::softmax(mha::scaled_scores(q, keys)));
         L.step("softmax(q @ k_cache.T / sqrt(D))", "w", w, "B, H, 1, L+1",
-               "(q @ k_cache[:, :, :t+1].transpose(2, 3) / math.sqrt(D)).softmax(-1)",
-               "mha::softmax(mha::scaled_scores(q, keys))");
-        const mha::Tensor3 y_t = mha::linear(mha::merge_heads(mha::attend(w, vals)), m.w_o);
-        L.step("w_o(merge(w @ v_cache))", "y_t", y_t, "B, 1, E", "",
-               "mha::linear(mha::merge_heads(mha::attend(w, vals)), m.w_o)");
+               "(q @ k_cache[:, :, :t+1].transpose(2, 3) / math.sqrt(D)).softmax(-1)");
+        using mha::attend, mha::linear, mha::merge_heads;  // C++17: a shorter line
+        SHOWN(L, const mha::Tensor3 y_t = linear(merge_heads(attend(w, vals)), m.w_o));
+        L.step("w_o(merge(w @ v_cache))", "y_t", y_t, "B, 1, E", "");
         L.say("No mask: position t sees positions 0..t, all of which are in the cache.");
 
         L.section("3. Decode the rest, each step against the whole forward");
         double worst = 0;
         for (std::size_t t = P; t < T; ++t) {
             const mha::Tensor3 in = xt::view(X, xt::all(), xt::range(t, t + 1));  // [B, 1, E]
-            const mha::Tensor3 out = m.decode(in, cache);                          // [B, 1, E]
+            SHOWN(L, const mha::Tensor3 out = m.decode(in, cache));  // [B, 1, E]
             const mha::Tensor3 want = xt::view(full, xt::all(), xt::range(t, t + 1));
             const double d = mha::max_abs_diff(out, want);
             worst = std::max(worst, d);
@@ -96,8 +93,7 @@ int main(int argc, char** argv) {
         }
         L.say("m.decode() is section 2's step in one call, written into the cache at its "
               "length. PyTorch code often grows the cache instead, a new tensor every step:");
-        L.code("k_cache = torch.cat([k_cache, k], dim=2)  # v_cache alike; then as in 2.",
-               "m.decode(in, cache)");
+        L.code("k_cache = torch.cat([k_cache, k], dim=2)  # v_cache alike; then as in 2.");
 
         L.section("4. What a step costs at B = 1, with and without the cache");
         // Per new token at cache length n: with the cache, 4 projections of one row

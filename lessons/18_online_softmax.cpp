@@ -24,8 +24,10 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    const lesson::Info info{"18_online_softmax",
-                            "the softmax a block at a time; attention in tiles", true, 68.7};
+    lesson::Info info;
+    info.name = "18_online_softmax";
+    info.summary = "the softmax a block at a time; attention in tiles";
+    info.draws = true, info.dump_mb = 68.7;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         const std::size_t D = E / H;
@@ -49,7 +51,7 @@ int main(int argc, char** argv) {
             mha::take_block(st, &s[j0], block);             // the new m, l
             const double rescale = std::exp(old - st.max);  // old terms against the new m
             for (std::size_t d = 0; d < D; ++d) {
-                acc[d] *= rescale;
+                SHOWN(L, acc[d] *= rescale);
                 for (std::size_t c = j0; c < j0 + block; ++c)
                     acc[d] += std::exp(s[c] - st.max) * v(c, d);
                 out[d] = acc[d] / st.sum;
@@ -69,8 +71,7 @@ int main(int argc, char** argv) {
                  false, "after block", "key");
         L.code("m_new = max(m, s_b.max()); l = l * exp(m - m_new) + exp(s_b - m_new).sum()",
                "mha::take_block(st, &s[j0], block);");
-        L.code("acc = acc * exp(m - m_new) + exp(s_b - m_new) @ v_b",
-               "acc[d] *= rescale;");
+        L.code("acc = acc * exp(m - m_new) + exp(s_b - m_new) @ v_b");
         std::vector<float> plain = s, online = s;
         mha::softmax_row(plain.data(), n);                // all 8 at once
         mha::online_softmax_row(online.data(), n, block);  // 2 at a time
@@ -93,11 +94,10 @@ int main(int argc, char** argv) {
         L.let("Bk", bk);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
-        const mha::Tensor4 q = mha::split_heads(mha::linear(X, m.wq), H);  // [B, H, T, D]
+        SHOWN(L, const mha::Tensor4 q = mha::split_heads(mha::linear(X, m.wq), H));
         const mha::Tensor4 k = mha::split_heads(mha::linear(X, m.wk), H);
         const mha::Tensor4 vv = mha::split_heads(mha::linear(X, m.wv), H);
-        L.recap("q, k, v = split(wq(X)), ...", "q", q, "B, H, T, D",
-                "mha::split_heads(mha::linear(X, m.wq), H)");
+        L.recap("q, k, v = split(wq(X)), ...", "q", q, "B, H, T, D");
         // With --dump: sequence 0's k and v, and w_o, for lessons/pytorch/
         L.dump("k0", xt::view(k, xt::range(0, 1))), L.dump("fc_out.weight", m.w_o.weight);
         L.dump("v0", xt::view(vv, xt::range(0, 1))), L.dump("fc_out.bias", m.w_o.bias);
@@ -112,14 +112,12 @@ int main(int argc, char** argv) {
                "t.lse");
 
         L.section("3. The output from the tiles, and the engine's");
-        const mha::Tensor3 y = mha::linear(mha::merge_heads(t.context), m.w_o);  // [B, T, E]
-        L.step("w_o(merge(context))", "y", y, "B, T, E", "",
-               "mha::linear(mha::merge_heads(t.context), m.w_o)");
+        SHOWN(L, const mha::Tensor3 y = mha::linear(mha::merge_heads(t.context), m.w_o));
+        L.step("w_o(merge(context))", "y", y, "B, T, E", "");
         const mha::Tensor3 full = m.forward(X, X, X, &causal).output;  // [B, T, E]
-        const mha::Tensor3 engine = m.forward_no_weights(X, X, X, &causal);
+        SHOWN(L, const mha::Tensor3 engine = m.forward_no_weights(X, X, X, &causal));
         L.step("the engine, without weights", "engine", engine, "B, T, E",
-               "attn(x, x, x, attn_mask=mask, need_weights=False)[0]",
-               "m.forward_no_weights(X, X, X, &causal)");
+               "attn(x, x, x, attn_mask=mask, need_weights=False)[0]");
         const double tiled_diff = mha::max_abs_diff(y, full);
         const double engine_diff = mha::max_abs_diff(engine, full);
         L.say("Against forward(), which keeps every weight: these tiles max |diff| = " +

@@ -16,8 +16,10 @@
 #include "support/lesson.hpp"
 
 int main(int argc, char** argv) {
-    lesson::Info info{"19_heads_learn", "train one attention layer to reverse a sequence",
-                      true, 0.2, 2};
+    lesson::Info info;
+    info.name = "19_heads_learn";
+    info.summary = "train one attention layer to reverse a sequence";
+    info.draws = true, info.dump_mb = 0.2, info.default_heads = 2;
     info.default_batch = 64, info.default_time = 8, info.default_d_model = 32, info.tiny_batch = 16;
     info.extra = {{"--steps", "N", "training steps", 600, 4, 100000},
                   {"--lr", "R", "Adam's learning rate", 0.05, 1e-6, 1, false},
@@ -37,14 +39,12 @@ int main(int argc, char** argv) {
         mha::Tokens &x = d.x, &y = d.y;
         const std::vector<double> x0(x.begin(), x.begin() + T), y0(y.begin(), y.begin() + T);
         L.say("x =" + fixed_list(x0, 0, 16) + "   ->   y =" + fixed_list(y0, 0, 16));
-        mha::SequenceModel m(V, T, E, H, mha::Init::xavier(L.opt.seed));
+        SHOWN(L, mha::SequenceModel m(V, T, E, H, mha::Init::xavier(L.opt.seed)));
         L.step("pe", "m.positions", m.positions, "T, E",
-               "pe[p, 2i] = sin(p / 10000**(2i/E)); pe[p, 2i+1] = cos(...)",
-               "mha::SequenceModel m(V, T, E, H, mha::Init::xavier(L.opt.seed));");
-        mha::SequenceTrace t = mha::forward(m, x);
+               "pe[p, 2i] = sin(p / 10000**(2i/E)); pe[p, 2i+1] = cos(...)");
+        SHOWN(L, mha::SequenceTrace t = mha::forward(m, x));
         L.step("logits = readout(attn(x, x, x))", "t.logits", t.logits, "B, T, V",
-               "logits = readout(attn(emb(x) + pe))",
-               "mha::SequenceTrace t = mha::forward(m, x);", lesson::Show::shape_only);
+               "logits = readout(attn(emb(x) + pe))", lesson::Show::shape_only);
         mha::CrossEntropy ce = mha::cross_entropy(t.logits, y);
         L.say("Loss before training: " + fixed(ce.loss, 4) + " (a uniform guess: ln V = " +
               fixed(guess, 4) + "). Only attention carries a token to another position: the "
@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
         const mha::SequenceGrads g = mha::backward(m, t, x, ce.d_logits);
         mha::Adam adam(lr);
         const float w0 = m.attn.wq.weight(0, 0), g0 = g.attn.wq.weight(0, 0);
-        adam.step(mha::parameters(m, g));
-        L.code("loss.backward(); opt.step()", "adam.step(mha::parameters(m, g));");
+        SHOWN(L, adam.step(mha::parameters(m, g)));
+        L.code("loss.backward(); opt.step()");
         const float m1 = adam.first_moment(1)[0], v1 = adam.second_moment(1)[0];
         std::printf("wq.weight[0, 0] = %.6f, its gradient g = %.4e\n"
                     "m = 0.1 g = %.4e,  v = 0.001 g^2 = %.4e\n"
