@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
         L.recap("v = split(w_v(X))", "v", stages.v, "B, H, T, D");
         L.recap("weights = softmax(mask(q k^T / sqrt(D)))", "weights", stages.weights,
                 "B, H, Tq, Tk", "stages.weights");
-        const mha::Tensor3& x = stages.context;  // merge(weights @ v)
-        L.recap("x = merge(weights @ v)", "x", x, "B, T, E", "stages.context");
+        SHOWN(L, const mha::Tensor3& x = stages.context);  // merge(weights @ v)
+        L.recap("x = merge(weights @ v)", "x", x, "B, T, E");
 
         L.section("1. The output layer w_o, written out");
         // Each head saw only D of the E numbers; w_o mixes the H heads'
