@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
         }
         L.say("m.decode() is section 2's step in one call, written into the cache at its "
               "length. PyTorch code often grows the cache instead, a new tensor every step:");
-        L.code("k_cache = torch.cat([k_cache, k], dim=2)  # v_cache alike; then as in 2.");
+        L.code("k_cache = torch.cat([k_cache, k], dim=2)"
+               "  # v_cache alike; then as in 2.");
 
         L.section("4. What a step costs at B = 1, with and without the cache");
         // Per new token at cache length n: with the cache, 4 projections of one row
