@@ -1,0 +1,186 @@
+// Tests for mha/model/poems.hpp: the split by index, the ids and the
+// windows (every target once, none across poems), batches cut from the text,
+// the n-gram baselines (each a distribution, their losses from their
+// definitions, alpha chosen by validation), training (the same bits twice,
+// the best checkpoint the lowest validation loss logged), the log's file, and
+// the committed data/tang/: its vocabulary is the training split's and the
+// first 20 steps of its training give its log's losses exactly (skipped,
+// with the reason, without fortunes-zh or data/tang/).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "mha/io/corpus_io.hpp"
+#include "mha/model/poems.hpp"
+
+namespace poems_test {
+
+namespace fs = std::filesystem;
+
+// n poems of a few characters, poem i starting with a letter of its own.
+std::vector<mha::Poem> toy_poems(std::size_t n) {
+    std::vector<mha::Poem> poems;
+    for (std::size_t i = 0; i < n; ++i)
+        poems.push_back({std::string(1, char('a' + i % 26)), "x", "，", "y", "z", "。", "\n"});
+    return poems;
+}
+
+const fs::path kTang = fs::path(MHA_TEST_DATA) / ".." / ".." / "data" / "tang";
+const std::string kCorpus = "/usr/share/games/fortunes/tang300";
+
+}  // namespace poems_test
+
+using namespace poems_test;
+
+TEST_CASE("split_poems: index % 10 == 9 held out, == 4 validation, the rest training") {
+    const std::vector<mha::Poem> p = toy_poems(25);
+    const mha::PoemSplit s = mha::split_poems(p);
+    REQUIRE(s.held_out.size() == 2);  // 9, 19
+    REQUIRE(s.validation.size() == 3);  // 4, 14, 24
+    REQUIRE(s.train.size() == 20);
+    CHECK(s.held_out[1] == p[19]);
+    CHECK(s.validation[2] == p[24]);
+    CHECK(s.train[4] == p[5]);  // 0 1 2 3 5
+}
+
+TEST_CASE("poem_ids and poem_windows: <poem> first, every target once, no window across poems") {
+    const std::vector<mha::Poem> p = toy_poems(3);
+    const mha::Vocab v = mha::build_vocab({p[0], p[1]});  // 'c' is unknown
+    const std::vector<std::int32_t> ids = mha::poem_ids(p, v);
+    REQUIRE(ids.size() == 3 * 8);
+    CHECK(ids[0] == 1);
+    CHECK(ids[8] == 1);
+    CHECK(ids[16 + 1] == 0);  // 'c': <unk>
+    CHECK(ids[7] == 2);       // "\n"
+    for (const std::size_t t_max : {1, 3, 7, 8, 64}) {
+        const auto w = mha::poem_windows(p, v, t_max);
+        std::size_t targets = 0;
+        std::vector<std::int32_t> joined;  // each window's targets, in order
+        for (const auto& win : w) {
+            CHECK(win.size() >= 2);
+            CHECK(win.size() <= t_max + 1);
+            targets += win.size() - 1;
+            joined.insert(joined.end(), win.begin() + 1, win.end());
+        }
+        CHECK(targets == 3 * 7);  // every id but the <poem>s
+        std::vector<std::int32_t> want;
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            if (i % 8 != 0) want.push_back(ids[i]);
+        CHECK(joined == want);
+    }
+}
+
+TEST_CASE("poem_batch: y is x shifted by one, both cut from the text; too short is an error") {
+    std::vector<std::int32_t> ids(50);
+    std::iota(ids.begin(), ids.end(), 0);
+    mha::Rng rng(3);
+    const mha::TokenBatch b = mha::poem_batch(ids, 6, 10, rng);
+    REQUIRE(b.x.shape(0) == 6);
+    REQUIRE(b.x.shape(1) == 10);
+    for (std::size_t i = 0; i < 6; ++i)
+        for (std::size_t j = 0; j < 10; ++j) {
+            CHECK(b.y(i, j) == b.x(i, j) + 1);  // ids[o + j + 1]
+            CHECK(b.x(i, j) == b.x(i, 0) + std::int32_t(j));
+            CHECK(b.y(i, 9) <= 49);
+        }
+    CHECK_THROWS_AS(mha::poem_batch(ids, 1, 50, rng), std::invalid_argument);
+}
+
+TEST_CASE("Ngrams: each a distribution over V; losses from the counts; alpha by validation") {
+    const std::vector<std::int32_t> ids = {1, 3, 4, 3, 4, 3, 5, 2};  // 7 targets
+    const std::size_t V = 6;
+    const mha::Ngrams g(ids, V, 2.0);
+    double uni = 0, bi = 0;
+    for (std::int32_t b = 0; b < 6; ++b) uni += g.unigram(b), bi += g.bigram(3, b);
+    CHECK(uni == doctest::Approx(1.0).epsilon(1e-12));
+    CHECK(bi == doctest::Approx(1.0).epsilon(1e-12));
+    CHECK(g.unigram(4) == doctest::Approx(3.0 / 13));  // (c 2 + 1) / (7 + 6)
+    // after 3: 4 twice, 5 once; (2 + 2 p1(4)) / (3 + 2)
+    CHECK(g.bigram(3, 4) == doctest::Approx((2 + 2 * 3.0 / 13) / 5));
+    const std::vector<std::vector<std::int32_t>> w = {{3, 4, 0}};
+    const auto p2 = g.predictions(w, 2), p1 = g.predictions(w, 1);
+    REQUIRE(p2.size() == 2);
+    CHECK(p2[0].loss == doctest::Approx(-std::log(g.bigram(3, 4))));
+    CHECK(p2[1].loss == doctest::Approx(-std::log(g.bigram(4, 0))));
+    CHECK(p2[0].correct);  // 4 is the likeliest after 3
+    CHECK(p1[1].loss == doctest::Approx(-std::log(1.0 / 13)));
+    const mha::Ngrams fit = mha::fit_ngrams(ids, V, w);
+    for (const double a : {0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0})
+        CHECK(mha::mean_loss(fit.predictions(w, 2)) <=
+              mha::mean_loss(mha::Ngrams(ids, V, a).predictions(w, 2)));
+}
+
+TEST_CASE("train_poems: the same bits twice; the best checkpoint is the lowest validation") {
+    const std::vector<mha::Poem> p = toy_poems(40);
+    const mha::PoemSplit s = mha::split_poems(p);
+    const mha::Vocab v = mha::build_vocab(s.train);
+    const std::vector<std::int32_t> ids = mha::poem_ids(s.train, v);
+    const auto val = mha::poem_windows(s.validation, v, 8);
+    mha::PoemTraining c;
+    c.model = {v.size(), 8, 16, 2, 32, 2};
+    c.batch = 4, c.steps = 40, c.eval_every = 5, c.patience = 100, c.lr = 3e-3f;
+    const mha::PoemRun a = mha::train_poems(c, ids, val), b = mha::train_poems(c, ids, val);
+    REQUIRE(a.log.size() == 40);
+    double lowest = mha::mean_loss(mha::model_predictions(mha::make_language_model(c.model, 34),
+                                                          val));
+    for (std::size_t i = 0; i < a.log.size(); ++i) {
+        CHECK(a.log[i].train_loss == b.log[i].train_loss);
+        CHECK(std::isnan(a.log[i].val_loss) == ((i + 1) % 5 != 0));
+        if (!std::isnan(a.log[i].val_loss)) lowest = std::min(lowest, a.log[i].val_loss);
+    }
+    CHECK(a.best_val == lowest);
+    CHECK(mha::mean_loss(mha::model_predictions(a.best, val)) == a.best_val);
+    CHECK(a.log.back().train_loss < a.log.front().train_loss);
+    const mha::PoemRun first = mha::train_poems(c, ids, val, 7);  // stop_after 7
+    REQUIRE(first.log.size() == 7);
+    CHECK(first.log[6].train_loss == a.log[6].train_loss);
+    c.patience = 1;  // stops at the first validation that is not a new best
+    const mha::PoemRun early = mha::train_poems(c, ids, val);
+    CHECK(early.log.size() <= 40);
+    CHECK(early.log.back().step % 5 == 0);
+}
+
+TEST_CASE("train_log.tsv: written and read back to the bit") {
+    const std::vector<mha::TrainLogRow> log = {{1, 6.123456789012345, std::nan(""), 1e-4f},
+                                               {2, 5.5, 5.75, 2e-4f}};
+    const std::string path = (fs::temp_directory_path() / "mha_poems_log.tsv").string();
+    mha::save_train_log(log, path);
+    const std::vector<mha::TrainLogRow> back = mha::load_train_log(path);
+    REQUIRE(back.size() == 2);
+    CHECK(back[0].train_loss == log[0].train_loss);
+    CHECK(std::isnan(back[0].val_loss));
+    CHECK(back[1].val_loss == 5.75);
+    CHECK(back[1].lr == 2e-4f);
+}
+
+TEST_CASE("data/tang: the training split's vocabulary; 20 steps give the log's losses exactly") {
+    if (!fs::exists(kCorpus) || !fs::exists(kTang / "train_log.tsv")) {
+        MESSAGE("skipped: needs fortunes-zh (" << kCorpus << ") and data/tang/");
+        return;
+    }
+    const mha::PoemSplit s = mha::split_poems(mha::read_poems(kCorpus));
+    const mha::Vocab v = mha::build_vocab(s.train);
+    CHECK(mha::load_vocab((kTang / "vocab.json").string()).tokens() == v.tokens());
+    const std::string config = (kTang / "config.json").string();
+    const mha::JsonNumbers n = mha::load_numbers(config);
+    const auto get = [&](const char* name) { return mha::number(n, name, config); };
+    mha::PoemTraining c;
+    c.model = {std::size_t(get("vocab")), std::size_t(get("t_max")),
+               std::size_t(get("embed_dim")), std::size_t(get("num_heads")),
+               std::size_t(get("ff_dim")), std::size_t(get("num_layers"))};
+    c.batch = std::size_t(get("batch")), c.steps = int(get("steps")), c.lr = float(get("lr"));
+    c.clip = get("clip"), c.eval_every = int(get("eval_every"));
+    c.patience = int(get("patience")), c.seed = std::uint64_t(get("seed"));
+    const auto val = mha::poem_windows(s.validation, v, c.model.max_len);
+    const mha::PoemRun run = mha::train_poems(c, mha::poem_ids(s.train, v), val, 20);
+    const std::vector<mha::TrainLogRow> log = mha::load_train_log((kTang / "train_log.tsv").string());
+    REQUIRE(log.size() >= 20);
+    for (std::size_t i = 0; i < 20; ++i) {
+        CHECK(run.log[i].train_loss == log[i].train_loss);  // the same bits
+        CHECK(run.log[i].lr == log[i].lr);
+    }
+}
