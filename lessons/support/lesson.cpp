@@ -54,6 +54,12 @@ const Extra* find_extra(const Info& info, const std::string& flag) {
     return nullptr;
 }
 
+const TextFlag* find_text(const Info& info, const std::string& flag) {
+    for (const TextFlag& t : info.text)
+        if (t.flag == flag) return &t;
+    return nullptr;
+}
+
 double parse_extra(const Extra& x, const char* text) {
     if (text == nullptr) throw BadFlag(x.flag + " needs a value");
     if (x.whole) {
@@ -116,6 +122,12 @@ void usage(const Info& info) {
         std::snprintf(line, sizeof line, "  %-12s %s (default %g%s)\n",
                       (x.flag + " " + x.meta).c_str(), x.help.c_str(), x.value, tiny);
         own_help += line;
+    }
+    for (const TextFlag& t : info.text) {
+        const std::string name = t.meta.empty() ? t.flag : t.flag + " " + t.meta;
+        own += " [" + name + "]";
+        own_help += "  " + (name.size() < 12 ? name + std::string(12 - name.size(), ' ') : name) +
+                    " " + t.help + "\n";
     }
     std::printf(
         "%s: %s\n\n"
@@ -188,6 +200,11 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         else if (a == "--svg") o.svg_dir = folder(a, next), ++i;
         else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
         else if (const Extra* x = find_extra(info, a)) o.extra[a] = parse_extra(*x, next), ++i, own.insert(a);
+        else if (const TextFlag* t = find_text(info, a)) {
+            if (t->meta.empty()) o.text[a] = "1";
+            else if (next == nullptr) throw BadFlag(a + " needs " + t->meta);
+            else o.text[a] = next, ++i;
+        }
         else throw BadFlag("unknown flag '" + a + "' (try --help)");
     }
     if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 
+#include "mha/io/model_io.hpp"
+#include "mha/model/poem_heads.hpp"
 #include "mha/model/train.hpp"
 
 namespace mha {
@@ -217,6 +220,88 @@ std::vector<TrainLogRow> load_train_log(const std::string& path) {
         }
     }
     return log;
+}
+
+LossSplit split_losses(const std::vector<Prediction>& p, const Vocab& v) {
+    LossSplit r;
+    double marks = 0, rest = 0, right = 0;
+    for (const Prediction& q : p) {
+        const std::string& t = v.token(q.target);
+        const bool mark = is_mark(t) || t == Vocab::line_end;
+        (mark ? marks : rest) += q.loss;
+        ++(mark ? r.n_marks : r.n_rest);
+        right += q.correct;
+    }
+    r.all = mean_loss(p);
+    r.marks = r.n_marks ? marks / double(r.n_marks) : std::nan("");
+    r.rest = r.n_rest ? rest / double(r.n_rest) : std::nan("");
+    r.accuracy = p.empty() ? std::nan("") : right / double(p.size());
+    return r;
+}
+
+std::vector<std::vector<std::string>> sample_poems(const LanguageModel& m, const Vocab& v,
+                                                   std::size_t n, const Sampling& s, Rng& rng) {
+    const std::size_t t_max = m.pos_emb.vocab();
+    std::vector<std::vector<std::string>> poems;
+    for (std::size_t i = 0; i < n; ++i) {
+        Tokens start({1, 1});  // [1, 1]: <poem>
+        start(0, 0) = 1;
+        const Tokens ids = generate(m, start, t_max - 1, s, rng);  // [1, T_max]
+        std::vector<std::string> poem = {Vocab::poem};
+        for (std::size_t j = 1; j < ids.shape(1) && ids(0, j) != 1; ++j)
+            poem.push_back(v.token(ids(0, j)));
+        poems.push_back(poem);
+    }
+    return poems;
+}
+
+void save_poem_checkpoint(const PoemCheckpoint& c, const std::string& dir) {
+    std::filesystem::create_directories(dir);
+    save_model(c.model, dir);
+    save_vocab(c.vocab, dir + "/vocab.json");
+    const ModelConfig& m = c.training.model;
+    const PoemTraining& t = c.training;
+    save_numbers({{"vocab", double(m.vocab)}, {"t_max", double(m.max_len)},
+                  {"embed_dim", double(m.embed_dim)}, {"num_heads", double(m.num_heads)},
+                  {"ff_dim", double(m.hidden)}, {"num_layers", double(m.layers)},
+                  {"batch", double(t.batch)}, {"steps", double(t.steps)}, {"lr", double(t.lr)},
+                  {"clip", t.clip}, {"eval_every", double(t.eval_every)},
+                  {"patience", double(t.patience)}, {"seed", double(t.seed)},
+                  {"best_step", double(c.best_step)}, {"best_val", c.best_val}},
+                 dir + "/config.json");
+    save_train_log(c.log, dir + "/train_log.tsv");
+}
+
+PoemCheckpoint load_poem_checkpoint(const std::string& dir) {
+    const std::string config = dir + "/config.json";
+    if (!std::filesystem::exists(config))
+        throw std::invalid_argument(dir + ": no config.json (not a checkpoint folder)");
+    const JsonNumbers n = load_numbers(config);
+    const auto size = [&](const char* name) {
+        const double x = number(n, name, config);
+        if (!(x >= 1 && x <= 1e9) || x != std::floor(x))
+            throw std::invalid_argument(config + ": \"" + name + "\" must be a whole number >= 1");
+        return std::size_t(x);
+    };
+    PoemTraining t;
+    t.model = {size("vocab"), size("t_max"), size("embed_dim"), size("num_heads"),
+               size("ff_dim"), size("num_layers")};
+    t.batch = size("batch"), t.steps = int(size("steps")), t.eval_every = int(size("eval_every"));
+    t.patience = int(size("patience")), t.seed = size("seed");
+    t.lr = float(number(n, "lr", config)), t.clip = number(n, "clip", config);
+    Vocab v = load_vocab(dir + "/vocab.json");
+    if (v.size() != t.model.vocab)
+        throw std::invalid_argument(dir + "/vocab.json: " + std::to_string(v.size()) +
+                                    " tokens, config.json says vocab " +
+                                    std::to_string(t.model.vocab));
+    LanguageModel m = load_model(dir, t.model.num_heads);
+    const ModelConfig got = m.config();
+    if (got.vocab != t.model.vocab || got.max_len != t.model.max_len ||
+        got.embed_dim != t.model.embed_dim || got.hidden != t.model.hidden ||
+        got.layers != t.model.layers)
+        throw std::invalid_argument(dir + ": the weights' sizes are not config.json's");
+    return {std::move(m), std::move(v), t, int(number(n, "best_step", config)),
+            number(n, "best_val", config), load_train_log(dir + "/train_log.tsv")};
 }
 
 }  // namespace mha

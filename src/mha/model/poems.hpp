@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mha/io/corpus_io.hpp"
+#include "mha/model/generate.hpp"
 #include "mha/model/language_model.hpp"
 #include "mha/model/sequence_model.hpp"
 
@@ -192,6 +193,62 @@ void save_train_log(const std::vector<TrainLogRow>& log, const std::string& path
 /// @return     the rows
 /// @throws std::invalid_argument naming the file and the line for a bad row.
 std::vector<TrainLogRow> load_train_log(const std::string& path);
+
+/// Losses of predictions, split as mark_losses() splits them: where the
+/// target is a mark or "\n" (where a model must count the characters of a
+/// line), and the rest.
+struct LossSplit {
+    double all = 0;            ///< the mean loss over every target
+    double marks = 0;          ///< over the targets that are a mark or "\n"; NaN if none
+    double rest = 0;           ///< over the others; NaN if none
+    double accuracy = 0;       ///< the share of targets predicted right
+    std::size_t n_marks = 0;   ///< how many targets are a mark or "\n"
+    std::size_t n_rest = 0;    ///< how many are not
+};
+
+/// The losses of @p p, overall and split by their target.
+/// @param p predictions
+/// @param v the vocabulary, to tell the marks
+/// @return  the means, the accuracy and the counts
+LossSplit split_losses(const std::vector<Prediction>& p, const Vocab& v);
+
+/// @p n poems written by the model through the KV cache (generate()): each
+/// from `<poem>`, T_max - 1 tokens drawn, cut before a second `<poem>`.
+/// @param m the model
+/// @param v the vocabulary
+/// @param n how many poems
+/// @param s the temperature and top-k
+/// @param rng the generator to draw from
+/// @return  n poems as tokens, `<poem>` first
+std::vector<std::vector<std::string>> sample_poems(const LanguageModel& m, const Vocab& v,
+                                                   std::size_t n, const Sampling& s, Rng& rng);
+
+/// A trained model of poems as a folder: the model (save_model()), its
+/// vocab.json, config.json (`vocab`, `t_max`, `embed_dim`, `num_heads`,
+/// `ff_dim`, `num_layers`, then the training's `batch`, `steps`, `lr`,
+/// `clip`, `eval_every`, `patience`, `seed`, `best_step`, `best_val`) and
+/// train_log.tsv.
+struct PoemCheckpoint {
+    LanguageModel model;            ///< the weights
+    Vocab vocab;                    ///< the tokens by id
+    PoemTraining training;          ///< how it was trained
+    int best_step = 0;              ///< the step whose weights these are
+    double best_val = 0;            ///< their validation loss
+    std::vector<TrainLogRow> log;   ///< every step of the run
+};
+
+/// Writes @p c into @p dir (created if missing).
+/// @param c   the checkpoint
+/// @param dir the folder
+/// @throws std::invalid_argument when a file cannot be written.
+void save_poem_checkpoint(const PoemCheckpoint& c, const std::string& dir);
+
+/// Reads what save_poem_checkpoint() writes.
+/// @param dir the folder
+/// @return    the checkpoint
+/// @throws std::invalid_argument with one line naming the file, for a file
+///         missing or bad, or sizes that do not agree (config, vocabulary, weights).
+PoemCheckpoint load_poem_checkpoint(const std::string& dir);
 
 /// @}
 
