@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,20 +75,23 @@ TEST_CASE("poem_ids and poem_windows: <poem> first, every target once, no window
     }
 }
 
-TEST_CASE("poem_batch: y is x shifted by one, both cut from the text; too short is an error") {
-    std::vector<std::int32_t> ids(50);
-    std::iota(ids.begin(), ids.end(), 0);
+TEST_CASE("poem_batch: windows start where a line starts; y is x shifted by one") {
+    // <poem> a b c \n d e \n <poem> f \n g h i \n: ids 1, 2 and letters from 10
+    const std::vector<std::int32_t> ids = {1, 10, 11, 12, 2, 13, 14, 2, 1, 15, 2, 16, 17, 18, 2};
     mha::Rng rng(3);
-    const mha::TokenBatch b = mha::poem_batch(ids, 6, 10, rng);
-    REQUIRE(b.x.shape(0) == 6);
-    REQUIRE(b.x.shape(1) == 10);
-    for (std::size_t i = 0; i < 6; ++i)
-        for (std::size_t j = 0; j < 10; ++j) {
-            CHECK(b.y(i, j) == b.x(i, j) + 1);  // ids[o + j + 1]
-            CHECK(b.x(i, j) == b.x(i, 0) + std::int32_t(j));
-            CHECK(b.y(i, 9) <= 49);
-        }
-    CHECK_THROWS_AS(mha::poem_batch(ids, 1, 50, rng), std::invalid_argument);
+    const mha::TokenBatch b = mha::poem_batch(ids, 40, 3, rng);
+    REQUIRE(b.x.shape(0) == 40);
+    REQUIRE(b.x.shape(1) == 3);
+    std::set<std::size_t> seen;
+    for (std::size_t i = 0; i < 40; ++i) {
+        std::size_t o = 0;  // where row i was cut: its three ids match there
+        while (!(ids[o] == b.x(i, 0) && ids[o + 1] == b.x(i, 1) && ids[o + 2] == b.x(i, 2))) ++o;
+        seen.insert(o);
+        CHECK((o == 0 || ids[o] == 1 || ids[o - 1] == 2));
+        for (std::size_t j = 0; j < 3; ++j) CHECK(b.y(i, j) == ids[o + j + 1]);
+    }
+    CHECK(seen == std::set<std::size_t>{0, 5, 8, 11});  // every line start leaving 4 ids
+    CHECK_THROWS_AS(mha::poem_batch(ids, 1, 15, rng), std::invalid_argument);
 }
 
 TEST_CASE("Ngrams: each a distribution over V; losses from the counts; alpha by validation") {

@@ -46,14 +46,17 @@ std::vector<std::vector<std::int32_t>> poem_windows(const std::vector<Poem>& poe
 
 TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, std::size_t t,
                       Rng& rng) {
-    if (ids.size() < t + 1)
+    std::vector<std::size_t> starts;  // where a line starts, T + 1 ids before the end
+    for (std::size_t o = 0; o + t < ids.size(); ++o)
+        if (ids[o] == 1 || (o > 0 && ids[o - 1] == 2)) starts.push_back(o);
+    if (starts.empty())
         throw std::invalid_argument("the training text has " + std::to_string(ids.size()) +
-                                    " tokens, fewer than one window of T_max + 1 = " +
+                                    " tokens: no line starts a window of T_max + 1 = " +
                                     std::to_string(t + 1));
     TokenBatch b{Tokens({batch, t}), Tokens({batch, t})};  // x, y [B, T]
-    const std::size_t starts = ids.size() - t;             // 0 .. N - T - 1
     for (std::size_t i = 0; i < batch; ++i) {
-        const std::size_t o = std::size_t(rng.uniform(0.0f, float(starts))) % starts;
+        const std::size_t k = std::size_t(rng.uniform(0.0f, float(starts.size())));
+        const std::size_t o = starts[k % starts.size()];
         for (std::size_t j = 0; j < t; ++j) b.x(i, j) = ids[o + j], b.y(i, j) = ids[o + j + 1];
     }
     return b;

@@ -54,14 +54,18 @@ std::vector<std::int32_t> poem_ids(const std::vector<Poem>& poems, const Vocab& 
 std::vector<std::vector<std::int32_t>> poem_windows(const std::vector<Poem>& poems,
                                                     const Vocab& v, std::size_t t_max);
 
-/// B windows of T + 1 ids from random places of @p ids: x the first T, y the
-/// last T (x shifted by one).
-/// @param ids   the training text, at least T + 1 ids
+/// B windows of T + 1 ids from @p ids, each starting where a line starts
+/// (at a `<poem>`, id 1, or just after a "\n", id 2), drawn uniformly among
+/// such places: x the first T, y the last T (x shifted by one). Position 0
+/// of every window is then a line's start, as it is when the model writes a
+/// poem from `<poem>`, so that a place in the window tells a place in the
+/// line (a window at a random place would hide it).
+/// @param ids   the training text
 /// @param batch B
 /// @param t     T
 /// @param rng   draws the B start positions
 /// @return      x and y `[B, T]`
-/// @throws std::invalid_argument when @p ids is shorter than T + 1.
+/// @throws std::invalid_argument when no line starts T + 1 ids before the end.
 TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, std::size_t t,
                       Rng& rng);
 
