@@ -520,9 +520,11 @@ void Lesson::print_header() const {
     std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
     if (info.fixed_sizes) {
         std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
-                    "set by its words\n", opt.batch, opt.time, opt.d_model, opt.heads);
+                    "set by %s\n", opt.batch, opt.time, opt.d_model, opt.heads,
+                    info.sizes_from.c_str());
         if (!opt.ignored.empty())
-            std::printf("(%s: no effect, its words set the sizes)\n", opt.ignored.c_str());
+            std::printf("(%s: no effect, %s sets the sizes)\n", opt.ignored.c_str(),
+                        info.sizes_from == "its words" ? "its words" : info.sizes_from.c_str());
     } else
         std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
                     "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,

@@ -67,6 +67,7 @@ struct Info {
     // taken (so that scripts/lessons.sh can pass them to every lesson), change
     // nothing, and the header says so.
     bool fixed_sizes = false;
+    std::string sizes_from = "its words";  // what sets them, for the header
     // Flags that are each in range but do not fit together (lesson 21's
     // --vocab and --time): "" when they fit, else the one line to print.
     std::function<std::string(const Options&)> flags_fit = nullptr;

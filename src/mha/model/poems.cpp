@@ -1,6 +1,7 @@
 #include "mha/model/poems.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -256,6 +257,42 @@ std::vector<std::vector<std::string>> sample_poems(const LanguageModel& m, const
         poems.push_back(poem);
     }
     return poems;
+}
+
+std::vector<std::vector<HeadPatterns>> mean_head_patterns(
+    const LanguageModel& m, const Vocab& v,
+    const std::vector<std::vector<std::int32_t>>& windows, HeadPatterns& uniform) {
+    const std::size_t L = m.config().layers, H = m.config().num_heads;
+    const auto fields = [](HeadPatterns& p) {
+        return std::array<double*, 4>{&p.previous, &p.partner, &p.last_mark, &p.start};
+    };
+    std::vector<std::vector<HeadPatterns>> sum(L, std::vector<HeadPatterns>(H, {0, 0, 0, 0}));
+    HeadPatterns even_sum{0, 0, 0, 0};
+    std::array<double, 4> count{0, 0, 0, 0};
+    for (const std::vector<std::int32_t>& w : windows) {
+        const std::size_t T = std::min(w.size(), m.pos_emb.vocab());  // the ids read
+        Tokens x({1, T});                                              // [1, T]
+        std::vector<std::string> tokens;
+        for (std::size_t j = 0; j < T; ++j) x(0, j) = w[j], tokens.push_back(v.token(w[j]));
+        auto p = model_head_patterns(m, x, tokens);  // [L][H]
+        Tensor2 even = xt::zeros<float>({T, T});      // [T, T], a uniform causal head
+        for (std::size_t q = 0; q < T; ++q)
+            for (std::size_t k = 0; k <= q; ++k) even(q, k) = 1.0f / float(q + 1);
+        HeadPatterns u = head_patterns(even, tokens);
+        for (std::size_t f = 0; f < 4; ++f) {
+            if (std::isnan(*fields(u)[f])) continue;  // no query has that key here
+            count[f] += 1, *fields(even_sum)[f] += *fields(u)[f];
+            for (std::size_t l = 0; l < L; ++l)
+                for (std::size_t h = 0; h < H; ++h) *fields(sum[l][h])[f] += *fields(p[l][h])[f];
+        }
+    }
+    for (std::size_t f = 0; f < 4; ++f) {
+        *fields(even_sum)[f] /= count[f];
+        for (auto& layer : sum)
+            for (HeadPatterns& p : layer) *fields(p)[f] /= count[f];
+    }
+    uniform = even_sum;
+    return sum;
 }
 
 void save_poem_checkpoint(const PoemCheckpoint& c, const std::string& dir) {

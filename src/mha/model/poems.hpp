@@ -17,6 +17,7 @@
 #include "mha/io/corpus_io.hpp"
 #include "mha/model/generate.hpp"
 #include "mha/model/language_model.hpp"
+#include "mha/model/poem_heads.hpp"
 #include "mha/model/sequence_model.hpp"
 
 namespace mha {
@@ -226,6 +227,20 @@ LossSplit split_losses(const std::vector<Prediction>& p, const Vocab& v);
 /// @return  n poems as tokens, `<poem>` first
 std::vector<std::vector<std::string>> sample_poems(const LanguageModel& m, const Vocab& v,
                                                    std::size_t n, const Sampling& s, Rng& rng);
+
+/// model_head_patterns() over many windows: each of a head's four scores
+/// is the mean over the windows where it is not NaN (each window counts
+/// once), and so is a uniform causal head's (weight 1/(q + 1) on keys 0 .. q)
+/// over the same windows, the baseline a score is read against.
+/// @param m       the model
+/// @param v       the vocabulary, to give head_patterns() the tokens
+/// @param windows from poem_windows(); the model reads each one's first
+///                min(size, T_max) ids
+/// @param uniform gets the uniform head's four means
+/// @return        `[L][H]` mean scores
+std::vector<std::vector<HeadPatterns>> mean_head_patterns(
+    const LanguageModel& m, const Vocab& v,
+    const std::vector<std::vector<std::int32_t>>& windows, HeadPatterns& uniform);
 
 /// A trained model of poems as a folder: the model (save_model()), its
 /// vocab.json, config.json (`vocab`, `t_max`, `embed_dim`, `num_heads`,
