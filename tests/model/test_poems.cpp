@@ -8,6 +8,7 @@
 // with the reason, without fortunes-zh or data/tang/).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -75,7 +76,7 @@ TEST_CASE("poem_ids and poem_windows: <poem> first, every target once, no window
     }
 }
 
-TEST_CASE("poem_batch: windows start where a line starts; y is x shifted by one") {
+TEST_CASE("poem_batch: windows start at a <poem> or a \\n; y is x shifted by one") {
     // <poem> a b c \n d e \n <poem> f \n g h i \n: ids 1, 2 and letters from 10
     const std::vector<std::int32_t> ids = {1, 10, 11, 12, 2, 13, 14, 2, 1, 15, 2, 16, 17, 18, 2};
     mha::Rng rng(3);
@@ -87,10 +88,10 @@ TEST_CASE("poem_batch: windows start where a line starts; y is x shifted by one"
         std::size_t o = 0;  // where row i was cut: its three ids match there
         while (!(ids[o] == b.x(i, 0) && ids[o + 1] == b.x(i, 1) && ids[o + 2] == b.x(i, 2))) ++o;
         seen.insert(o);
-        CHECK((o == 0 || ids[o] == 1 || ids[o - 1] == 2));
+        CHECK((ids[o] == 1 || ids[o] == 2));
         for (std::size_t j = 0; j < 3; ++j) CHECK(b.y(i, j) == ids[o + j + 1]);
     }
-    CHECK(seen == std::set<std::size_t>{0, 5, 8, 11});  // every line start leaving 4 ids
+    CHECK(seen == std::set<std::size_t>{0, 4, 7, 8, 10});  // every 1 or 2 leaving 4 ids
     CHECK_THROWS_AS(mha::poem_batch(ids, 1, 15, rng), std::invalid_argument);
 }
 
@@ -187,4 +188,77 @@ TEST_CASE("data/tang: the training split's vocabulary; 20 steps give the log's l
         CHECK(run.log[i].train_loss == log[i].train_loss);  // the same bits
         CHECK(run.log[i].lr == log[i].lr);
     }
+}
+
+TEST_CASE("split_losses: the marks and line ends apart from the rest, and the accuracy") {
+    const mha::Vocab v({"<unk>", "<poem>", "\n", "，", "a"});
+    const std::vector<mha::Prediction> p = {
+        {1, 4, 1.0, true, 0.5}, {4, 3, 0.5, false, 0.4}, {3, 2, 0.25, true, 0.9},
+        {2, 0, 3.0, false, 0.2}};
+    const mha::LossSplit r = mha::split_losses(p, v);
+    CHECK(r.n_marks == 2);  // ， and \n
+    CHECK(r.n_rest == 2);   // a and <unk>
+    CHECK(r.marks == doctest::Approx(0.375));
+    CHECK(r.rest == doctest::Approx(2.0));
+    CHECK(r.all == doctest::Approx(4.75 / 4));
+    CHECK(r.accuracy == doctest::Approx(0.5));
+}
+
+TEST_CASE("poem checkpoints: saved and loaded, the same model, vocabulary, training and log") {
+    const std::vector<mha::Poem> p = toy_poems(20);
+    const mha::PoemSplit s = mha::split_poems(p);
+    const mha::Vocab v = mha::build_vocab(s.train);
+    mha::PoemTraining c;
+    c.model = {v.size(), 8, 8, 2, 16, 1};
+    c.batch = 2, c.steps = 6, c.eval_every = 3, c.lr = 2e-3f, c.seed = 5;
+    const auto val = mha::poem_windows(s.validation, v, 8);
+    const mha::PoemRun run = mha::train_poems(c, mha::poem_ids(s.train, v), val);
+    const std::string dir = (fs::temp_directory_path() / "mha_poem_checkpoint").string();
+    mha::save_poem_checkpoint({run.best, v, c, run.best_step, run.best_val, run.log}, dir);
+    const mha::PoemCheckpoint back = mha::load_poem_checkpoint(dir);
+    CHECK(back.vocab.tokens() == v.tokens());
+    CHECK(back.training.lr == c.lr);
+    CHECK(back.training.seed == 5);
+    CHECK(back.training.model.hidden == 16);
+    CHECK(back.best_step == run.best_step);
+    CHECK(back.best_val == run.best_val);
+    REQUIRE(back.log.size() == run.log.size());
+    CHECK(back.log.back().train_loss == run.log.back().train_loss);
+    const auto a = mha::model_predictions(run.best, val), b = mha::model_predictions(back.model, val);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].loss == b[i].loss);
+    CHECK_THROWS_AS(mha::load_poem_checkpoint(dir + "/missing"), std::invalid_argument);
+}
+
+TEST_CASE("sample_poems: each from <poem>, no second <poem>, at most T_max tokens") {
+    const std::vector<mha::Poem> p = toy_poems(12);
+    const mha::Vocab v = mha::build_vocab(p);
+    const mha::LanguageModel m = mha::make_language_model({v.size(), 10, 8, 2, 16, 1}, 3);
+    mha::Rng rng(1);
+    const auto poems = mha::sample_poems(m, v, 5, {1.0f, std::nullopt}, rng);
+    REQUIRE(poems.size() == 5);
+    for (const auto& poem : poems) {
+        CHECK(poem.front() == "<poem>");
+        CHECK(poem.size() <= 10);
+        CHECK(std::count(poem.begin(), poem.end(), "<poem>") == 1);
+    }
+}
+
+TEST_CASE("mean_head_patterns: the mean of model_head_patterns() over the windows") {
+    const std::vector<mha::Poem> p = toy_poems(6);
+    const mha::Vocab v = mha::build_vocab(p);
+    const mha::LanguageModel m = mha::make_language_model({v.size(), 8, 8, 2, 16, 2}, 4);
+    const auto windows = mha::poem_windows(p, v, 8);
+    mha::HeadPatterns even;
+    const auto mean = mha::mean_head_patterns(m, v, windows, even);
+    double previous = 0;  // layer 1, head 1, by hand
+    for (const auto& w : windows) {
+        const std::size_t T = std::min<std::size_t>(w.size(), 8);
+        mha::Tokens x({1, T});
+        std::vector<std::string> tokens;
+        for (std::size_t j = 0; j < T; ++j) x(0, j) = w[j], tokens.push_back(v.token(w[j]));
+        previous += mha::model_head_patterns(m, x, tokens)[1][1].previous;
+    }
+    CHECK(mean[1][1].previous == doctest::Approx(previous / double(windows.size())));
+    CHECK(even.start == doctest::Approx(even.previous));  // the same queries, 1/(q + 1)
 }

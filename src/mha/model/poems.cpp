@@ -47,9 +47,9 @@ std::vector<std::vector<std::int32_t>> poem_windows(const std::vector<Poem>& poe
 
 TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, std::size_t t,
                       Rng& rng) {
-    std::vector<std::size_t> starts;  // where a line starts, T + 1 ids before the end
+    std::vector<std::size_t> starts;  // a <poem> or a \n, T + 1 ids before the end
     for (std::size_t o = 0; o + t < ids.size(); ++o)
-        if (ids[o] == 1 || (o > 0 && ids[o - 1] == 2)) starts.push_back(o);
+        if (ids[o] == 1 || ids[o] == 2) starts.push_back(o);
     if (starts.empty())
         throw std::invalid_argument("the training text has " + std::to_string(ids.size()) +
                                     " tokens: no line starts a window of T_max + 1 = " +

@@ -55,12 +55,12 @@ std::vector<std::int32_t> poem_ids(const std::vector<Poem>& poems, const Vocab& 
 std::vector<std::vector<std::int32_t>> poem_windows(const std::vector<Poem>& poems,
                                                     const Vocab& v, std::size_t t_max);
 
-/// B windows of T + 1 ids from @p ids, each starting where a line starts
-/// (at a `<poem>`, id 1, or just after a "\n", id 2), drawn uniformly among
-/// such places: x the first T, y the last T (x shifted by one). Position 0
-/// of every window is then a line's start, as it is when the model writes a
-/// poem from `<poem>`, so that a place in the window tells a place in the
-/// line (a window at a random place would hide it).
+/// B windows of T + 1 ids from @p ids, each starting at a `<poem>` (id 1)
+/// or a "\n" (id 2), drawn uniformly among such places: x the first T, y
+/// the last T (x shifted by one). A line then starts at position 1 of every
+/// window, as it does when the model writes a poem from `<poem>` and in
+/// poem_windows(), so that a place in the window tells a place in the line
+/// (a window at a random place would hide it).
 /// @param ids   the training text
 /// @param batch B
 /// @param t     T
