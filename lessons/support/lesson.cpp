@@ -115,8 +115,13 @@ void usage(const Info& info) {
         return;
     }
     std::string own, own_help;
+    std::size_t line = 9;  // the columns of own's last line, after its indent
+    const auto add = [&](const std::string& item) {  // wrapped at 80 columns
+        if (line + item.size() > 80) own += "\n         ", line = 9;
+        own += item, line += item.size();
+    };
     for (const Extra& x : info.extra) {
-        own += " [" + x.flag + " " + x.meta + "]";
+        add(" [" + x.flag + " " + x.meta + "]");
         char line[160], tiny[48] = "";
         if (x.tiny_value != 0) std::snprintf(tiny, sizeof tiny, "; %g at --tiny", x.tiny_value);
         std::snprintf(line, sizeof line, "  %-12s %s (default %g%s)\n",
@@ -125,7 +130,7 @@ void usage(const Info& info) {
     }
     for (const TextFlag& t : info.text) {
         const std::string name = t.meta.empty() ? t.flag : t.flag + " " + t.meta;
-        own += " [" + name + "]";
+        add(" [" + name + "]");
         own_help += "  " + (name.size() < 12 ? name + std::string(12 - name.size(), ' ') : name) +
                     " " + t.help + "\n";
     }

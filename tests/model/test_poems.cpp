@@ -76,6 +76,21 @@ TEST_CASE("poem_ids and poem_windows: <poem> first, every target once, no window
     }
 }
 
+TEST_CASE("poem_windows: a window that does not reach the poem's end ends at a line end") {
+    const mha::Poem poem = {"a", "b", "\n", "c", "d", "e", "\n", "f", "\n"};
+    const mha::Vocab v = mha::build_vocab({poem});
+    const auto w = mha::poem_windows({poem}, v, 5);  // <poem> a b \n | \n c d e \n | \n f \n
+    REQUIRE(w.size() == 3);
+    CHECK(w[0].size() == 4);
+    CHECK(w[1].size() == 5);
+    CHECK(w[1][0] == 2);
+    CHECK(w[2][0] == 2);
+    CHECK(w[2].size() == 3);
+    const auto long_line = mha::poem_windows({{"a", "b", "c", "d", "\n"}}, v, 2);
+    REQUIRE(long_line.size() == 3);  // no line end to cut at: T_max + 1 ids a window
+    CHECK(long_line[0].size() == 3);
+}
+
 TEST_CASE("poem_batch: windows start at a <poem> or a \\n; y is x shifted by one") {
     // <poem> a b c \n d e \n <poem> f \n g h i \n: ids 1, 2 and letters from 10
     const std::vector<std::int32_t> ids = {1, 10, 11, 12, 2, 13, 14, 2, 1, 15, 2, 16, 17, 18, 2};

@@ -38,9 +38,14 @@ std::vector<std::vector<std::int32_t>> poem_windows(const std::vector<Poem>& poe
     std::vector<std::vector<std::int32_t>> windows;
     for (const Poem& p : poems) {
         const std::vector<std::int32_t> ids = poem_ids({p}, v);  // <poem> and the poem
-        for (std::size_t start = 0; start + 1 < ids.size(); start += t_max)
-            windows.emplace_back(ids.begin() + long(start),
-                                 ids.begin() + long(std::min(ids.size(), start + t_max + 1)));
+        for (std::size_t start = 0; start + 1 < ids.size();) {
+            std::size_t end = std::min(ids.size() - 1, start + t_max);  // the last id
+            std::size_t cut = end;  // back to the last \n, if the window holds one
+            while (cut > start && ids[cut] != 2) --cut;
+            if (end < ids.size() - 1 && cut > start) end = cut;
+            windows.emplace_back(ids.begin() + long(start), ids.begin() + long(end + 1));
+            start = end;
+        }
     }
     return windows;
 }

@@ -47,7 +47,9 @@ std::vector<std::int32_t> poem_ids(const std::vector<Poem>& poems, const Vocab& 
 /// Each poem as `<poem>` and its ids, cut into windows of at most T_max + 1
 /// ids, each starting at the previous one's last id: every id but the
 /// `<poem>` is the target of exactly one prediction, and a prediction
-/// reads at most T_max ids of its own poem.
+/// reads at most T_max ids of its own poem. A window that does not reach the
+/// poem's end ends at its last "\n" (when it holds one), so that the next
+/// starts at a "\n", as poem_batch()'s windows do.
 /// @param poems the poems
 /// @param v     the vocabulary
 /// @param t_max T_max, at least 1
