@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
                       false, 0, 4};
     info.default_batch = 32, info.default_time = 64, info.default_d_model = 128;
     info.tiny_batch = 8, info.tiny_time = 32, info.tiny_d_model = 32;
-    info.extra = {{"--steps", "N", "most training steps", 1000, 10, 20000, true, 150},
+    info.extra = {{"--steps", "N", "most training steps", 600, 10, 20000, true, 150},
                   {"--temperature", "X", "sampling temperature", 0.7, 0, 5, false},
                   {"--top-k", "K", "sample among the K likeliest", 10, 1, 100000, true}};
     info.text = {{"--train", "", "train here (minutes) instead of loading data/tang"},
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
             c.training.model = {v.size(), T, E, L.opt.heads, 4 * E, layers};
             c.training.batch = L.opt.batch;
             c.training.steps = int(L.opt.extra.at("--steps"));
-            c.training.seed = 34 + L.opt.seed, c.training.lr = L.opt.tiny ? 3e-3f : 3e-4f;
+            c.training.seed = 34 + L.opt.seed, c.training.lr = L.opt.tiny ? 3e-3f : 1e-3f;
             mha::Progress bar(c.training.steps, double(L.opt.batch * T),
                               mha::stderr_if_terminal());
             const mha::PoemRun run = mha::train_poems(c.training, ids, val, 0,
