@@ -109,7 +109,9 @@ int main(int argc, char** argv) {
         const mha::ModelConfig m = c.model.config();
         std::printf("%s: E %zu, H %zu, L %zu, F %zu, T_max %zu, %zu parameters\n"
                     "step  train loss  validation loss\n",
-                    trains(L.opt) ? "trained" : model_of(L.opt).c_str(), m.embed_dim,
+                    trains(L.opt) ? "trained here"
+                    : L.opt.text.count("--model") ? model_of(L.opt).c_str() : "data/tang",
+                    m.embed_dim,
                     m.num_heads, m.layers, m.hidden, m.max_len,
                     mha::parameter_count(c.model));
         const int every = c.training.eval_every * int(c.log.size() / 200 + 1);  // 8 rows
@@ -161,7 +163,8 @@ int main(int argc, char** argv) {
                                 std::size_t(L.opt.extra.at("--top-k"))};
         mha::Rng rng(L.opt.seed + 5);
         const auto poems = mha::sample_poems(c.model, v, 32, how, rng);
-        L.code("idx = model.generate(idx, T_max - 1, temperature=0.7, top_k=10)",
+        L.code("idx = model.generate(idx, T_max - 1, temperature=" +
+                   fixed(how.temperature, 2) + ", top_k=" + std::to_string(*how.top_k) + ")",
                "const auto poems = mha::sample_poems(c.model, v, 32, how, rng);");
         std::vector<std::string> all, training;
         for (std::size_t k = 0; k < poems.size(); ++k) {
