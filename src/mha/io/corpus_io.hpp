@@ -58,8 +58,9 @@ std::vector<Poem> read_poems(const std::string& path);
 /// `<poem>` = 1 (starts every poem), "\n" = 2, then the rest.
 class Vocab {
 public:
-    /// The token of id 0, 1 and 2.
-    static const std::string unk, poem, line_end;
+    static const std::string unk;       ///< `<unk>`, id 0
+    static const std::string poem;      ///< `<poem>`, id 1
+    static const std::string line_end;  ///< "\n", id 2
     /// @param tokens the token of each id; tokens 0, 1, 2 must be `<unk>`,
     ///               `<poem>` and "\n", each token valid UTF-8 and unique
     /// @throws std::invalid_argument naming what is wrong.
