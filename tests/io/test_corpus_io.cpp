@@ -45,7 +45,7 @@ std::string error_of(const std::function<void()>& f) {
 
 using namespace corpus_test;
 
-TEST_CASE("utf8_chars: one string per code point, of 1 to 4 bytes") {
+TEST_CASE("utf8_chars: one string per code point of 1 to 4 bytes") {
     const Strings c = mha::utf8_chars("a\xC3\xA9\xE6\x98\x8E\xF0\x9F\x98\x80", "t");  // a é 明 😀
     REQUIRE(c.size() == 4);
     CHECK(c[0] == "a");
@@ -55,7 +55,7 @@ TEST_CASE("utf8_chars: one string per code point, of 1 to 4 bytes") {
     CHECK(mha::utf8_chars("", "t").empty());
 }
 
-TEST_CASE("utf8_chars: every kind of bad UTF-8 is refused, naming the byte") {
+TEST_CASE("utf8_chars: every kind of bad UTF-8 is refused with its byte") {
     const std::vector<std::pair<std::string, std::string>> bad = {
         {"ab\x80", "2"},                 // a stray continuation byte
         {"\xC0\xAF", "0"},               // overlong '/'
@@ -71,7 +71,7 @@ TEST_CASE("utf8_chars: every kind of bad UTF-8 is refused, naming the byte") {
               "f.txt: invalid UTF-8 at byte " + at);
 }
 
-TEST_CASE("parse_poems: a fortune file keeps the bodies, each line's characters then \\n") {
+TEST_CASE("parse_poems: a fortune file keeps the bodies with a \\n after each line") {
     const std::string text =
         "\x1b[32m《登鸛雀樓》\x1b[m\n\x1b[33m作者：王之渙\x1b[m\n"
         "白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n%\n"
@@ -92,7 +92,7 @@ TEST_CASE("parse_poems: a fortune file keeps the bodies, each line's characters 
     CHECK(p[1][15] == "\n");
 }
 
-TEST_CASE("parse_poems: a plain text is cut at empty lines; no text, no poem") {
+TEST_CASE("parse_poems: a plain text is cut at empty lines and no text gives no poem") {
     const std::vector<mha::Poem> p = mha::parse_poems("ab\ncd\n\n\n\nef", "t");
     REQUIRE(p.size() == 2);
     CHECK(p[0] == Strings{"a", "b", "\n", "c", "d", "\n"});
@@ -102,7 +102,7 @@ TEST_CASE("parse_poems: a plain text is cut at empty lines; no text, no poem") {
     CHECK(error_of([] { mha::parse_poems("ab\n\xC3", "x"); }) == "x: invalid UTF-8 at byte 3");
 }
 
-TEST_CASE("read_poems: an empty file, a file of titles only or a missing file is one error") {
+TEST_CASE("read_poems: an empty file or one of titles only or a missing file is one error") {
     CHECK(error_of([] { mha::read_poems(write("empty.txt", "")); }).find("no poem") !=
           std::string::npos);
     CHECK(error_of([] { mha::read_poems(write("titles.txt", "\x1b[32mT\x1b[m\n%\n")); })
@@ -112,7 +112,7 @@ TEST_CASE("read_poems: an empty file, a file of titles only or a missing file is
     CHECK(mha::read_poems(write("one.txt", "床前明月光")).size() == 1);
 }
 
-TEST_CASE("build_vocab: <unk>, <poem>, \\n, the marks, then the most frequent first") {
+TEST_CASE("build_vocab: <unk> <poem> \\n then the marks then the most frequent first") {
     const std::vector<mha::Poem> p = {{"b", "。", "a", "，", "a", "\n"}, {"c", "a", "b", "\n"}};
     const mha::Vocab v = mha::build_vocab(p);
     CHECK(v.tokens() == Strings{"<unk>", "<poem>", "\n", "，", "。", "a", "b", "c"});
@@ -121,7 +121,7 @@ TEST_CASE("build_vocab: <unk>, <poem>, \\n, the marks, then the most frequent fi
     CHECK(v.token(7) == "c");
 }
 
-TEST_CASE("vocab.json: written and read back, escapes included; JSON written elsewhere read") {
+TEST_CASE("vocab.json: written and read back with escapes and JSON written elsewhere read") {
     const mha::Vocab v({"<unk>", "<poem>", "\n", "\"", "\\", "\t", "明", "\x01"});
     const std::string path = scratch("vocab.json");
     mha::save_vocab(v, path);
@@ -144,7 +144,7 @@ TEST_CASE("vocab.json: bad JSON or a bad vocabulary is one error naming the file
         CHECK(error_of([&] { mha::parse_vocab(json, "v.json"); }).rfind("v.json: ", 0) == 0);
 }
 
-TEST_CASE("config.json: numbers written and read back; a note skipped; bad JSON refused") {
+TEST_CASE("config.json: numbers written and read back and a note skipped and bad JSON refused") {
     const std::string path = scratch("config.json");
     mha::save_numbers({{"vocab", 2328}, {"t_max", 64}, {"seed", -1}, {"lr", 0.001}}, path);
     const mha::JsonNumbers n = mha::load_numbers(path);

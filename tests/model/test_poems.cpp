@@ -38,7 +38,7 @@ const std::string kCorpus = "/usr/share/games/fortunes/tang300";
 
 using namespace poems_test;
 
-TEST_CASE("split_poems: index % 10 == 9 held out, == 4 validation, the rest training") {
+TEST_CASE("split_poems: index % 10 == 9 held out and == 4 validation and the rest training") {
     const std::vector<mha::Poem> p = toy_poems(25);
     const mha::PoemSplit s = mha::split_poems(p);
     REQUIRE(s.held_out.size() == 2);  // 9, 19
@@ -49,7 +49,7 @@ TEST_CASE("split_poems: index % 10 == 9 held out, == 4 validation, the rest trai
     CHECK(s.train[4] == p[5]);  // 0 1 2 3 5
 }
 
-TEST_CASE("poem_ids and poem_windows: <poem> first, every target once, no window across poems") {
+TEST_CASE("poem_ids and poem_windows: <poem> first and every target once and no window across poems") {
     const std::vector<mha::Poem> p = toy_poems(3);
     const mha::Vocab v = mha::build_vocab({p[0], p[1]});  // 'c' is unknown
     const std::vector<std::int32_t> ids = mha::poem_ids(p, v);
@@ -91,7 +91,7 @@ TEST_CASE("poem_windows: a window that does not reach the poem's end ends at a l
     CHECK(long_line[0].size() == 3);
 }
 
-TEST_CASE("poem_batch: windows start at a <poem> or a \\n; y is x shifted by one") {
+TEST_CASE("poem_batch: windows start at a <poem> or a \\n and y is x shifted by one") {
     // <poem> a b c \n d e \n <poem> f \n g h i \n: ids 1, 2 and letters from 10
     const std::vector<std::int32_t> ids = {1, 10, 11, 12, 2, 13, 14, 2, 1, 15, 2, 16, 17, 18, 2};
     mha::Rng rng(3);
@@ -110,7 +110,7 @@ TEST_CASE("poem_batch: windows start at a <poem> or a \\n; y is x shifted by one
     CHECK_THROWS_AS(mha::poem_batch(ids, 1, 15, rng), std::invalid_argument);
 }
 
-TEST_CASE("Ngrams: each a distribution over V; losses from the counts; alpha by validation") {
+TEST_CASE("Ngrams: each a distribution over V and losses from the counts and alpha by validation") {
     const std::vector<std::int32_t> ids = {1, 3, 4, 3, 4, 3, 5, 2};  // 7 targets
     const std::size_t V = 6;
     const mha::Ngrams g(ids, V, 2.0);
@@ -134,7 +134,7 @@ TEST_CASE("Ngrams: each a distribution over V; losses from the counts; alpha by 
               mha::mean_loss(mha::Ngrams(ids, V, a).predictions(w, 2)));
 }
 
-TEST_CASE("train_poems: the same bits twice; the best checkpoint is the lowest validation") {
+TEST_CASE("train_poems: the same bits twice and the best checkpoint is the lowest validation") {
     const std::vector<mha::Poem> p = toy_poems(40);
     const mha::PoemSplit s = mha::split_poems(p);
     const mha::Vocab v = mha::build_vocab(s.train);
@@ -177,7 +177,7 @@ TEST_CASE("train_log.tsv: written and read back to the bit") {
     CHECK(back[1].lr == 2e-4f);
 }
 
-TEST_CASE("data/tang: the training split's vocabulary; 20 steps give the log's losses exactly") {
+TEST_CASE("data/tang: the training split's vocabulary and 20 steps give the log's losses exactly") {
     if (!fs::exists(kCorpus) || !fs::exists(kTang / "train_log.tsv")) {
         MESSAGE("skipped: needs fortunes-zh (" << kCorpus << ") and data/tang/");
         return;
@@ -205,7 +205,7 @@ TEST_CASE("data/tang: the training split's vocabulary; 20 steps give the log's l
     }
 }
 
-TEST_CASE("split_losses: the marks and line ends apart from the rest, and the accuracy") {
+TEST_CASE("split_losses: the marks and line ends apart from the rest with the accuracy") {
     const mha::Vocab v({"<unk>", "<poem>", "\n", "，", "a"});
     const std::vector<mha::Prediction> p = {
         {1, 4, 1.0, true, 0.5}, {4, 3, 0.5, false, 0.4}, {3, 2, 0.25, true, 0.9},
@@ -219,7 +219,7 @@ TEST_CASE("split_losses: the marks and line ends apart from the rest, and the ac
     CHECK(r.accuracy == doctest::Approx(0.5));
 }
 
-TEST_CASE("poem checkpoints: saved and loaded, the same model, vocabulary, training and log") {
+TEST_CASE("poem checkpoints: saved then loaded give the same model and vocabulary and training and log") {
     const std::vector<mha::Poem> p = toy_poems(20);
     const mha::PoemSplit s = mha::split_poems(p);
     const mha::Vocab v = mha::build_vocab(s.train);
@@ -245,7 +245,7 @@ TEST_CASE("poem checkpoints: saved and loaded, the same model, vocabulary, train
     CHECK_THROWS_AS(mha::load_poem_checkpoint(dir + "/missing"), std::invalid_argument);
 }
 
-TEST_CASE("sample_poems: each from <poem>, no second <poem>, at most T_max tokens") {
+TEST_CASE("sample_poems: each from <poem> and no second <poem> and at most T_max tokens") {
     const std::vector<mha::Poem> p = toy_poems(12);
     const mha::Vocab v = mha::build_vocab(p);
     const mha::LanguageModel m = mha::make_language_model({v.size(), 10, 8, 2, 16, 1}, 3);
