@@ -144,3 +144,22 @@ for k, a in enumerate([("--block", "--weights", "blk", "--num-heads", "3", "--qu
                         "--grad-output", "gl.npy", "--out", "o")]):
     put("forward_flags", ["block", "model"][k], args(*a))
 print("corpus written to", root)
+
+# corpus: a text cut into poems (lesson 23 --corpus); vocab: a vocab.json
+fortune = ("\x1b[32m《登鸛雀樓》\x1b[m\n\x1b[33m作者：王之渙\x1b[m\n"
+           "白日依山盡，黃河入海流。\n欲窮千里目，更上一層樓。\n%\n"
+           "\x1b[32m《春曉》\x1b[m\n\x1b[33m作者：孟浩然\x1b[m\n序。\n\n"
+           "春眠不覺曉，處處聞啼鳥。\n夜來風雨聲，花落知多少。\n%\n").encode()
+put("corpus", "fortune", fortune)
+put("corpus", "plain", "床前明月光，\n疑是地上霜。\n\n舉頭望明月，\n低頭思故鄉。\r\n".encode())
+put("corpus", "titles_only", b"\x1b[32mT\x1b[m\n%\n")
+put("corpus", "bad_utf8", fortune[:40] + b"\xc0\xaf" + fortune[40:])
+put("corpus", "cut_short", fortune[:-5] + b"\xe6\x98")
+put("corpus", "empty", b"")
+put("vocab", "good", '["<unk>", "<poem>", "\\n", "，", "。", "明", "月"]'.encode())
+put("vocab", "escapes", b'["<unk>", "<poem>", "\\n", "\\"", "\\\\", "\\u660e", "\\ud83d\\ude00", "\\/"]')
+put("vocab", "lone_surrogate", b'["<unk>", "<poem>", "\\n", "\\ud800"]')
+put("vocab", "twice", '["<unk>", "<poem>", "\\n", "明", "明"]'.encode())
+put("vocab", "wrong_start", b'["<poem>", "<unk>", "\\n"]')
+put("vocab", "not_strings", b'[1, 2, 3]')
+put("vocab", "cut", b'["<unk>", "<poem>", "\\n", "\xe6\x98')

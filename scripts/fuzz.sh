@@ -7,7 +7,8 @@
 # input that did it is left in build-fuzz/findings/ and named here.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]   targets: npy state_dict masks
-#                                            model tokens lesson_flags forward_flags
+#                                            model tokens corpus vocab lesson_flags
+#                                            forward_flags
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -15,7 +16,7 @@ seconds=${1:-30}
   { echo "fuzz.sh: SECONDS must be a whole number from 1, not '$seconds'" >&2; exit 2; }
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(npy state_dict masks model tokens lesson_flags forward_flags)
+[ ${#targets[@]} -gt 0 ] || targets=(npy state_dict masks model tokens corpus vocab lesson_flags forward_flags)
 scripts/install-deps.sh clang-14 libfuzzer-14-dev
 if [ ! -f build-fuzz/CMakeCache.txt ]; then
   CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMHA_FUZZ=ON
@@ -27,6 +28,7 @@ for t in "${targets[@]}"; do
   [ -x "build-fuzz/fuzz/fuzz_$t" ] || { echo "fuzz.sh: no target '$t'" >&2; exit 2; }
   dict=$PWD/fuzz/npy.dict mask=0
   [[ "$t" == *flags ]] && dict=$PWD/fuzz/flags.dict mask=3  # the programs' own lines: muted
+  [[ "$t" == corpus || "$t" == vocab ]] && dict=$PWD/fuzz/text.dict  # UTF-8, JSON, '%' 
   work=$PWD/build-fuzz/corpus/$t
   rm -rf "$work" && mkdir -p "$work" && cp fuzz/corpus/"$t"/* "$work"/
   echo "== fuzz_$t: $seconds s from $(ls fuzz/corpus/"$t" | wc -l) seeds"

@@ -41,6 +41,13 @@ elseif(NAME MATCHES "^2[12]_induction_")
                     "--vocab 54|--vocab must be between 3 and 53, not 54"
                     "--ff 0|--ff must be between 1 and 8, not 0"
                     "--vocab 5|--vocab must be at least --time + 1 = 13")
+elseif(NAME STREQUAL "23_tang_poems")
+  list(APPEND cases "--steps 9|--steps must be between 10 and 20000, not 9"
+                    "--temperature -1|--temperature must be between 0 and 5, not -1"
+                    "--top-k 0|--top-k must be between 1 and 100000, not 0"
+                    "--corpus|--corpus needs FILE"
+                    "--save|--save needs DIR"
+                    "--corpus /nonexistent/poems.txt|/nonexistent/poems.txt: cannot be read")
 else()
   list(APPEND cases "--steps 10|unknown flag '--steps'")
 endif()

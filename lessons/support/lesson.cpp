@@ -55,6 +55,12 @@ const Extra* find_extra(const Info& info, const std::string& flag) {
     return nullptr;
 }
 
+const TextFlag* find_text(const Info& info, const std::string& flag) {
+    for (const TextFlag& t : info.text)
+        if (t.flag == flag) return &t;
+    return nullptr;
+}
+
 double parse_extra(const Extra& x, const char* text) {
     if (text == nullptr) throw BadFlag(x.flag + " needs a value");
     if (x.whole) {
@@ -110,13 +116,24 @@ void usage(const Info& info) {
         return;
     }
     std::string own, own_help;
+    std::size_t line = 9;  // the columns of own's last line, after its indent
+    const auto add = [&](const std::string& item) {  // wrapped at 80 columns
+        if (line + item.size() > 80) own += "\n         ", line = 9;
+        own += item, line += item.size();
+    };
     for (const Extra& x : info.extra) {
-        own += " [" + x.flag + " " + x.meta + "]";
+        add(" [" + x.flag + " " + x.meta + "]");
         char line[160], tiny[48] = "";
         if (x.tiny_value != 0) std::snprintf(tiny, sizeof tiny, "; %g at --tiny", x.tiny_value);
         std::snprintf(line, sizeof line, "  %-12s %s (default %g%s)\n",
                       (x.flag + " " + x.meta).c_str(), x.help.c_str(), x.value, tiny);
         own_help += line;
+    }
+    for (const TextFlag& t : info.text) {
+        const std::string name = t.meta.empty() ? t.flag : t.flag + " " + t.meta;
+        add(" [" + name + "]");
+        own_help += "  " + (name.size() < 12 ? name + std::string(12 - name.size(), ' ') : name) +
+                    " " + t.help + "\n";
     }
     std::printf(
         "%s: %s\n\n"
@@ -189,6 +206,11 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         else if (a == "--svg") o.svg_dir = folder(a, next), ++i;
         else if (a == "--dump") o.dump_dir = folder(a, next), ++i;
         else if (const Extra* x = find_extra(info, a)) o.extra[a] = parse_extra(*x, next), ++i, own.insert(a);
+        else if (const TextFlag* t = find_text(info, a)) {
+            if (t->meta.empty()) o.text[a] = "1";
+            else if (next == nullptr) throw BadFlag(a + " needs " + t->meta);
+            else o.text[a] = next, ++i;
+        }
         else throw BadFlag("unknown flag '" + a + "' (try --help)");
     }
     if (o.tiny && sized) throw BadFlag("--tiny sets the sizes: give it alone, or the sizes alone");
@@ -504,9 +526,11 @@ void Lesson::print_header() const {
     std::printf("%s: %s\n", info.name.c_str(), info.summary.c_str());
     if (info.fixed_sizes) {
         std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
-                    "set by its words\n", opt.batch, opt.time, opt.d_model, opt.heads);
+                    "set by %s\n", opt.batch, opt.time, opt.d_model, opt.heads,
+                    info.sizes_from.c_str());
         if (!opt.ignored.empty())
-            std::printf("(%s: no effect, its words set the sizes)\n", opt.ignored.c_str());
+            std::printf("(%s: no effect, %s sets the sizes)\n", opt.ignored.c_str(),
+                        info.sizes_from == "its words" ? "its words" : info.sizes_from.c_str());
     } else
         std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
                     "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,

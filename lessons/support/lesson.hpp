@@ -42,6 +42,7 @@ struct Options {
     std::string svg_dir;   // write pictures here
     std::string dump_dir;  // write every tensor a step shows as .npy here
     std::map<std::string, double> extra;  // a lesson's own flags, by name
+    std::map<std::string, std::string> text;  // its text flags given ("1" for a switch)
     std::string ignored;  // with fixed sizes, the size flags given: "--time, --seed"
 };
 
@@ -52,6 +53,12 @@ struct Extra {
     double value, min, max;        // the default and the range
     bool whole = true;
     double tiny_value = 0;         // the default at --tiny, when not 0
+};
+
+/// A flag only one lesson takes whose value is text, such as lesson 23's
+/// --corpus FILE, or a switch taking no value (meta empty), such as --train.
+struct TextFlag {
+    std::string flag, meta, help;  // "--corpus", "FILE", "read poems from FILE"
 };
 
 /// A lesson's name, one-line summary, and what its flags mean for it.
@@ -68,11 +75,13 @@ struct Info {
     std::size_t default_batch = 128, default_time = 64, default_d_model = 512;
     std::size_t tiny_batch = 1, tiny_time = 5, tiny_d_model = 8;
     std::vector<Extra> extra = {};
+    std::vector<TextFlag> text = {};
     // Sizes set by the lesson's data (lesson 00's six words): the default_*
     // above, at --tiny too; --batch, --time, --d-model, --heads and --seed are
     // taken (so that scripts/lessons.sh can pass them to every lesson), change
     // nothing, and the header says so.
     bool fixed_sizes = false;
+    std::string sizes_from = "its words";  // what sets them, for the header
     // Flags that are each in range but do not fit together (lesson 21's
     // --vocab and --time): "" when they fit, else the one line to print.
     std::function<std::string(const Options&)> flags_fit = nullptr;

@@ -1,0 +1,142 @@
+// Lesson 24 (past the articles): what the heads of the poem model look at.
+//
+// Lesson 23's model (data/tang) writes lines of 5 or 7 characters. For every layer x
+// head we measure its mean weight on four keys the form singles out, name the head
+// that scores highest on each, draw it over a held-out poem, and test it: without that
+// head, does the loss rise where its pattern matters, more than without another head?
+// T positions, V tokens, E, H heads, L layers.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "mha/model/induction.hpp"
+#include "mha/model/poem_heads.hpp"
+#include "mha/model/poems.hpp"
+#include "support/lesson.hpp"
+
+const char* const kCorpus = "/usr/share/games/fortunes/tang300";
+
+int main(int argc, char** argv) {
+    lesson::Info info{"24_poem_heads", "the poem model's heads: scores, ablation",
+                      true, 0, 4};
+    info.default_batch = 1, info.default_time = 64, info.default_d_model = 128;
+    info.tiny_batch = 1, info.tiny_time = 64, info.tiny_d_model = 128;
+    info.fixed_sizes = true, info.sizes_from = "data/tang";
+    info.flags_fit = [](const lesson::Options&) -> std::string {  // one line, exit 2
+        if (!std::filesystem::exists(kCorpus)) return "";
+        try {
+            mha::load_poem_checkpoint(MHA_DATA_DIR "/tang");
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return "";
+    };
+    return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
+        using lesson::fixed;
+        L.section("1. The model and the held-out poems");
+        if (!std::filesystem::exists(kCorpus))
+            return std::printf("skipped: needs %s (fortunes-zh)\n", kCorpus), 77;
+        const mha::PoemCheckpoint c = mha::load_poem_checkpoint(MHA_DATA_DIR "/tang");
+        const mha::Vocab& v = c.vocab;
+        const mha::ModelConfig m = c.model.config();
+        const std::size_t NL = m.layers, H = m.num_heads;
+        const mha::PoemSplit s = mha::split_poems(mha::read_poems(kCorpus));
+        auto held = mha::poem_windows(s.held_out, v, m.max_len);
+        if (L.opt.tiny) held.resize(8);  // --tiny: the first 8 windows only
+        std::printf("data/tang: E %zu, H %zu, L %zu; %zu held-out windows\n", m.embed_dim,
+                    H, NL, held.size());
+        L.say("A head's score for a key is its mean weight there, over the queries that "
+              "have that key: previous (the character before), partner (the same place "
+              "in the previous line, a couplet's match), last-mark (the latest mark "
+              "before), start (<poem>). A head spread evenly scores 1/(q + 1).");
+
+        L.section("2. Every head's four scores, over the held-out windows");
+        mha::HeadPatterns even;  // a uniform causal head's scores over the same windows
+        const auto score = mha::mean_head_patterns(c.model, v, held, even);  // [L][H]
+        L.code("w = model.layers[l].self_attn(x, x, x, need_weights=True)[1]",
+               "const auto score = mha::mean_head_patterns(c.model, v, held, even);");
+        const auto get = [](const mha::HeadPatterns& p, std::size_t k) {
+            return k == 0 ? p.previous : k == 1 ? p.partner
+                   : k == 2 ? p.last_mark : p.start;
+        };
+        const char* names[4] = {"previous", "partner", "last-mark", "start"};
+        std::printf("layer head   previous  partner  last-mark   start\n");
+        std::vector<std::pair<std::size_t, std::size_t>> best(4, {0, 0});  // (l, h)
+        for (std::size_t l = 0; l < NL; ++l)
+            for (std::size_t h = 0; h < H; ++h) {
+                for (std::size_t k = 0; k < 4; ++k) {  // the highest so far
+                    const auto [bl, bh] = best[k];
+                    if (get(score[l][h], k) > get(score[bl][bh], k)) best[k] = {l, h};
+                }
+                const mha::HeadPatterns& p = score[l][h];
+                std::printf("%5zu %4zu %10.3f %8.3f %10.3f %7.3f\n", l, h, p.previous,
+                            p.partner, p.last_mark, p.start);
+            }
+        std::printf("uniform    %10.3f %8.3f %10.3f %7.3f\n", even.previous, even.partner,
+                    even.last_mark, even.start);
+        for (std::size_t k = 0; k < 4; ++k)
+            std::printf("best %-9s: layer %zu head %zu, %.3f (uniform %.3f)\n", names[k],
+                        best[k].first, best[k].second,
+                        get(score[best[k].first][best[k].second], k), get(even, k));
+
+        std::vector<std::string> shown;  // held-out poem 0's first 18 tokens
+        for (std::size_t j = 0; j < 18 && j < held[0].size(); ++j) {
+            const std::string& t = v.token(held[0][j]);
+            shown.push_back(t == "<poem>" ? "▸" : t == "\n" ? "↵" : t == "<unk>" ? "＊"
+                                                                                : t);
+        }
+        mha::Tokens x({1, shown.size()});  // [1, 18]
+        for (std::size_t j = 0; j < shown.size(); ++j) x(0, j) = held[0][j];
+        const mha::ModelTrace trace = mha::forward(c.model, x);
+        for (const std::size_t k : {1, 2}) {  // a couplet's partner, the count of a line
+            const auto [l, h] = best[k];
+            L.section(std::to_string(k + 2) + ". The best " + names[k] +
+                      " head on held-out poem 0 (▸ <poem>, ↵ line end)");
+            const mha::Tensor4& w = trace.layers[l].attn.weights;  // [1, H, T, T]
+            L.picture(std::string(names[k]) + " head: layer " + std::to_string(l) +
+                          ", head " + std::to_string(h),
+                      std::string("24_") + names[k],
+                      lesson::grid_of(w, 0, h, "").value, "query", "key", {}, false,
+                      {shown, shown});
+        }
+
+        L.section("5. Without the head: the loss where its pattern matters");
+        L.say("without_head(m, l, h) zeroes the columns of w_o that read head h. The "
+              "marks and line ends are where counting matters, the rest where not.");
+        const auto split = [&](const mha::LanguageModel& model) {
+            return mha::split_losses(mha::model_predictions(model, held), v);
+        };
+        const mha::LossSplit base = split(c.model);
+        std::vector<std::vector<mha::LossSplit>> cut(NL);
+        for (std::size_t l = 0; l < NL; ++l)
+            for (std::size_t h = 0; h < H; ++h)
+                cut[l].push_back(split(mha::without_head(c.model, l, h)));
+        L.code("m.layers[l].self_attn.out_proj.weight.data[:, h * D:(h + 1) * D] = 0",
+               "cut[l].push_back(split(mha::without_head(c.model, l, h)));");
+        std::printf("the whole model: marks and \\n %.3f, the rest %.3f nats\nzeroed"
+                    "           marks +   rest +   (others, mean: marks +   rest +)\n",
+                    base.marks, base.rest);
+        double mark_rise = 0, others_rise = 0;  // the last-mark head's, the others' mean
+        for (std::size_t k = 0; k < 4; ++k) {
+            const auto [l, h] = best[k];
+            double others_marks = 0, others_rest = 0;
+            for (std::size_t a = 0; a < NL; ++a)
+                for (std::size_t b = 0; b < H; ++b)
+                    if (a != l || b != h)
+                        others_marks += cut[a][b].marks - base.marks,
+                            others_rest += cut[a][b].rest - base.rest;
+            others_marks /= double(NL * H - 1), others_rest /= double(NL * H - 1);
+            const double dm = cut[l][h].marks - base.marks;  // the rise without it
+            const double dr = cut[l][h].rest - base.rest;
+            std::printf("%-9s L%zu H%zu %8.3f %8.3f   %22.3f %8.3f\n", names[k], l, h,
+                        dm, dr, others_marks, others_rest);
+            if (k == 2) mark_rise = dm, others_rise = others_marks;
+        }
+        return L.claim("zeroing the last-mark head raises the marks' loss " +
+                       fixed(mark_rise) + ", the others " + fixed(others_rise) +
+                       " on average", mark_rise > others_rise);
+    });
+}
