@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
         std::printf("the whole model: marks and \\n %.3f, the rest %.3f nats\nzeroed"
                     "           marks +   rest +   (others, mean: marks +   rest +)\n",
                     base.marks, base.rest);
-        double mark_rise = 0, others_rise = 0;  // the last-mark head's, the others' mean
+        std::size_t top = 0;  // the named head whose loss matters most on the marks
+        std::vector<double> rise(4), others(4);
         for (std::size_t k = 0; k < 4; ++k) {
             const auto [l, h] = best[k];
             double others_marks = 0, others_rest = 0;
@@ -133,10 +134,16 @@ int main(int argc, char** argv) {
             const double dr = cut[l][h].rest - base.rest;
             std::printf("%-9s L%zu H%zu %8.3f %8.3f   %22.3f %8.3f\n", names[k], l, h,
                         dm, dr, others_marks, others_rest);
-            if (k == 2) mark_rise = dm, others_rise = others_marks;
+            rise[k] = dm, others[k] = others_marks;
+            if (dm > rise[top]) top = k;
         }
-        return L.claim("zeroing the last-mark head raises the marks' loss " +
-                       fixed(mark_rise) + ", the others " + fixed(others_rise) +
-                       " on average", mark_rise > others_rise);
+        L.say(std::string("A head that looks at something is not always a head the model "
+              "relies on: the last-mark head, zeroed, moves the marks' loss by ") +
+              fixed(rise[2]) + (rise[2] > others[2] ? ", more" : ", less") + " than the "
+              "average other head (" + fixed(others[2]) + "). Of the four, the " +
+              names[top] + " head matters most to the marks (" + fixed(rise[top]) + ").");
+        return L.claim("the " + std::string(names[top]) + " head matters to the marks more "
+                       "than the average other (" + fixed(rise[top]) + " > " +
+                       fixed(others[top]) + ")", rise[top] > others[top]);
     });
 }
