@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "26_half_precision";
     info.summary = "float16 and bfloat16: the formats, the fill, overflow";
-    info.fixed_sizes = true;  // its numbers are set by the formats, not by B, T, E, H
+    info.fixed_sizes = true, info.sizes_from = "the formats";  // not by B, T, E, H
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed;
         const Precision f16 = Precision::f16, bf16 = Precision::bf16;

@@ -529,7 +529,7 @@ void Lesson::print_header() const {
                     "set by %s\n", opt.batch, opt.time, opt.d_model, opt.heads,
                     info.sizes_from.c_str());
         if (!opt.ignored.empty())
-            std::printf("(%s: no effect, %s sets the sizes)\n", opt.ignored.c_str(),
+            std::printf("(%s: no effect, the sizes are set by %s)\n", opt.ignored.c_str(),
                         info.sizes_from == "its words" ? "its words" : info.sizes_from.c_str());
     } else
         std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
