@@ -46,8 +46,10 @@ std::string refused(const Options& o) {  // bad input: one line before any outpu
 }
 
 int main(int argc, char** argv) {
-    lesson::Info info{"23_tang_poems", "a model of Tang poems: loss, samples, form",
-                      false, 0, 4};
+    lesson::Info info;
+    info.name = "23_tang_poems";
+    info.summary = "a model of Tang poems: loss, samples, form";
+    info.default_heads = 4;
     info.default_batch = 32, info.default_time = 64, info.default_d_model = 128;
     info.tiny_batch = 8, info.tiny_time = 32, info.tiny_d_model = 32;
     info.extra = {{"--steps", "N", "most training steps", 600, 10, 20000, true, 150},
@@ -64,9 +66,8 @@ int main(int argc, char** argv) {
         L.section("1. The poems, split before anything is learned");
         if (!std::filesystem::exists(corpus))
             return std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str()), 77;
-        const mha::PoemSplit s = mha::split_poems(mha::read_poems(corpus));
-        L.code("poems = [p.split(\"\\n\", 2)[2] for p in text.split(\"\\n%\\n\")]",
-               "const mha::PoemSplit s = mha::split_poems(mha::read_poems(corpus));");
+        SHOWN(L, const mha::PoemSplit s = mha::split_poems(mha::read_poems(corpus)));
+        L.code("poems = [p.split(\"\\n\", 2)[2] for p in text.split(\"\\n%\\n\")]");
         const mha::Vocab v = mha::build_vocab(s.train);  // from the training poems only
         const std::vector<std::int32_t> ids = mha::poem_ids(s.train, v);
         const std::size_t T = trains(L.opt) ? L.opt.time : 64;
@@ -96,16 +97,16 @@ int main(int argc, char** argv) {
                               mha::stderr_if_terminal());
             const mha::PoemRun run = mha::train_poems(c.training, ids, val, 0,
                 [&](const mha::TrainLogRow& r) { bar.update(r.step, r.train_loss); });
-            c.model = run.best, c.best_step = run.best_step, c.best_val = run.best_val;
+            SHOWN(L, c.model = run.best);  // the step of lowest validation loss
+            c.best_step = run.best_step, c.best_val = run.best_val;
             c.log = run.log;
             if (L.opt.text.count("--save"))
                 mha::save_poem_checkpoint(c, L.opt.text.at("--save"));
+            L.code("model = LanguageModel(V, T_max, E, H, F, L)  # + early stopping");
         } else {
-            c = mha::load_poem_checkpoint(model_of(L.opt));  // its vocabulary is v
+            SHOWN(L, c = mha::load_poem_checkpoint(model_of(L.opt)));  // its vocabulary is v
+            L.code("model.load_state_dict(...)  # the .npy files of data/tang");
         }
-        L.code("model = LanguageModel(V, T_max, E, H, F, L)  # + early stopping",
-               "c.model = run.best, c.best_step = run.best_step, "
-               "c.best_val = run.best_val;");
         const mha::ModelConfig m = c.model.config();
         std::printf("%s: E %zu, H %zu, L %zu, F %zu, T_max %zu, %zu parameters\n"
                     "step  train loss  validation loss\n",
@@ -123,12 +124,11 @@ int main(int argc, char** argv) {
 
         L.section("3. Loss on the held-out poems, nats per token");
         const mha::Ngrams g = mha::fit_ngrams(ids, v.size(), val);
-        const auto predictions = mha::model_predictions(c.model, held);
+        SHOWN(L, const auto predictions = mha::model_predictions(c.model, held));
         const mha::LossSplit model = mha::split_losses(predictions, v);
         const mha::LossSplit one = mha::split_losses(uni, v);
         const mha::LossSplit two = mha::split_losses(g.predictions(held, 2), v);
-        L.code("F.cross_entropy(model(x).view(-1, V), y.view(-1), reduction=\"none\")",
-               "const auto predictions = mha::model_predictions(c.model, held);");
+        L.code("F.cross_entropy(model(x).view(-1, V), y.view(-1), reduction=\"none\")");
         std::printf("          all   marks, \\n (%zu)   the rest (%zu)   right\n",
                     model.n_marks, model.n_rest);
         for (const auto& [name, r] : {std::make_pair("unigram", one),
@@ -162,10 +162,9 @@ int main(int argc, char** argv) {
         const mha::Sampling how{float(L.opt.extra.at("--temperature")),
                                 std::size_t(L.opt.extra.at("--top-k"))};
         mha::Rng rng(L.opt.seed + 5);
-        const auto poems = mha::sample_poems(c.model, v, 32, how, rng);
+        SHOWN(L, const auto poems = mha::sample_poems(c.model, v, 32, how, rng));
         L.code("idx = model.generate(idx, T_max - 1, temperature=" +
-                   fixed(how.temperature, 2) + ", top_k=" + std::to_string(*how.top_k) + ")",
-               "const auto poems = mha::sample_poems(c.model, v, 32, how, rng);");
+               fixed(how.temperature, 2) + ", top_k=" + std::to_string(*how.top_k) + ")");
         std::vector<std::string> all, training;
         for (std::size_t k = 0; k < poems.size(); ++k) {
             all.insert(all.end(), poems[k].begin(), poems[k].end());

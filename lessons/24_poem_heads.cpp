@@ -20,8 +20,9 @@
 const char* const kCorpus = "/usr/share/games/fortunes/tang300";
 
 int main(int argc, char** argv) {
-    lesson::Info info{"24_poem_heads", "the poem model's heads: scores, ablation",
-                      true, 0, 4};
+    lesson::Info info;
+    info.name = "24_poem_heads", info.summary = "the poem model's heads: scores, ablation";
+    info.draws = true, info.default_heads = 4;
     info.default_batch = 1, info.default_time = 64, info.default_d_model = 128;
     info.tiny_batch = 1, info.tiny_time = 64, info.tiny_d_model = 128;
     info.fixed_sizes = true, info.sizes_from = "data/tang";
@@ -55,9 +56,8 @@ int main(int argc, char** argv) {
 
         L.section("2. Every head's four scores, over the held-out windows");
         mha::HeadPatterns even;  // a uniform causal head's scores over the same windows
-        const auto score = mha::mean_head_patterns(c.model, v, held, even);  // [L][H]
-        L.code("w = model.layers[l].self_attn(x, x, x, need_weights=True)[1]",
-               "const auto score = mha::mean_head_patterns(c.model, v, held, even);");
+        SHOWN(L, const auto score = mha::mean_head_patterns(c.model, v, held, even));
+        L.code("w = model.layers[l].self_attn(x, x, x, need_weights=True)[1]");  // [L][H]
         const auto get = [](const mha::HeadPatterns& p, std::size_t k) {
             return k == 0 ? p.previous : k == 1 ? p.partner
                    : k == 2 ? p.last_mark : p.start;
@@ -113,9 +113,8 @@ int main(int argc, char** argv) {
         std::vector<std::vector<mha::LossSplit>> cut(NL);
         for (std::size_t l = 0; l < NL; ++l)
             for (std::size_t h = 0; h < H; ++h)
-                cut[l].push_back(split(mha::without_head(c.model, l, h)));
-        L.code("m.layers[l].self_attn.out_proj.weight.data[:, h * D:(h + 1) * D] = 0",
-               "cut[l].push_back(split(mha::without_head(c.model, l, h)));");
+                SHOWN(L, cut[l].push_back(split(mha::without_head(c.model, l, h))));
+        L.code("m.layers[l].self_attn.out_proj.weight.data[:, h * D:(h + 1) * D] = 0");
         std::printf("the whole model: marks and \\n %.3f, the rest %.3f nats\nzeroed"
                     "           marks +   rest +   (others, mean: marks +   rest +)\n",
                     base.marks, base.rest);
