@@ -84,10 +84,11 @@ int main(int argc, char** argv) {
               "dL/ds = P (G - sum(P G)) in each row, the median over the rows.");
         L.code("q @ k.transpose(-2, -1) * factor",
                "mha::scaled_scores(q, k) * float(factor * sqrt_d)");
-        std::printf("%4s | %-23s | %-17s | %s\n", "D", "var(scores)", "entropy",
+        std::printf("%4s | %-23s | %-23s | %s\n", "D", "var(scores)", "entropy",
                     "median |grad| through softmax");
-        std::printf("%4s | %7s %7s %7s | %5s %5s %5s | %8s %8s %8s\n", "", "sqrt(D)",
-                    "sqrt(E)", "none", "D", "E", "none", "sqrt(D)", "sqrt(E)", "none");
+        std::printf("%4s | %7s %7s %7s | %7s %7s %7s | %8s %8s %8s\n", "", "sqrt(D)",
+                    "sqrt(E)", "none", "sqrt(D)", "sqrt(E)", "none", "sqrt(D)", "sqrt(E)",
+                    "none");
         Stats first[3], last[3];
         std::vector<double> dims;
         std::vector<lesson::svg::Series> var{{"sqrt(D)", {}}, {"sqrt(E)", {}}},
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
                                        1 / std::sqrt(double(D * H)), 1.0};
             Stats st[3];
             for (int f = 0; f < 3; ++f) st[f] = measure(q, k, factors[f], rng);
-            std::printf("%4zu | %7.3f %7.3f %7.1f | %5.2f %5.2f %5.2f | %8.2e %8.2e %8.2e\n",
+            std::printf("%4zu | %7.3f %7.3f %7.1f | %7.2f %7.2f %7.2f | %8.2e %8.2e %8.2e\n",
                         D, st[0].var, st[1].var, st[2].var, st[0].entropy,
                         st[1].entropy, st[2].entropy, st[0].grad, st[1].grad, st[2].grad);
             for (int f = 0; f < 3; ++f) {
