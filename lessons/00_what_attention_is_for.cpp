@@ -37,9 +37,8 @@ int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "00_what_attention_is_for";
     info.summary = "a lookup that is soft, over six words";
-    info.draws = true, info.dump_mb = 0.01, info.default_heads = 2;
+    info.draws = true, info.dump_mb = 0.01, info.default_heads = 2, info.fixed_sizes = true;
     info.default_batch = 1, info.default_time = 6, info.default_d_model = 12;
-    info.fixed_sizes = true;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t T = L.opt.time, E = L.opt.d_model, D = E / L.opt.heads;
         using lesson::fixed;
@@ -136,7 +135,6 @@ int main(int argc, char** argv) {
               "where), and the module divides scores by sqrt(6), so wq is sqrt(6) larger. "
               "Set by hand, they give our two heads (checked below); in a model they start "
               "random and are learned (lesson 19). Lesson 01 starts there.");
-
         float off = 0;  // the largest |row sum - 1| of any weights above
         for (const Lookup* l : {&one, &two, &h0, &h1})
             off = std::max(off, xt::amax(xt::abs(xt::sum(l->weights, {1}) - 1))());

@@ -21,6 +21,7 @@
 #include "mha/attention.hpp"
 #include "mha/heads.hpp"
 #include "mha/mask.hpp"
+#include "mha/precision.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
 #include "support/lesson.hpp"
@@ -33,15 +34,6 @@ mha::Tensor4 textbook_softmax(const mha::Tensor4& s) {
     const mha::Tensor4 e = xt::exp(s - row_max);
     const mha::Tensor4 sum = xt::sum(e, {3}, xt::keep_dims);
     return e / sum;
-}
-
-// x rounded to float16 (11 significant bits, largest number 65504), for numbers
-// of normal size: what PyTorch's cast torch.tensor(x).half() gives.
-float to_half(float x) {
-    int e;
-    const float m = std::frexp(x, &e);  // x = m 2^e, 0.5 <= |m| < 1
-    const float h = std::ldexp(std::nearbyint(std::ldexp(m, 11)), e - 11);
-    return std::fabs(h) > 65504.0f ? std::copysign(INFINITY, x) : h;
 }
 
 }  // namespace
@@ -80,10 +72,11 @@ int main(int argc, char** argv) {
                     "max |w(-inf) - w(-1e9)| = %.3g\n", d10, d9);
         L.say("exp(-1e9 - max) is 0 in float just as exp(-inf) is, so the three "
               "fills agree exactly.");
-        SHOWN(L, const float half_1e10 = to_half(-1e10f));
+        SHOWN(L, const float half_1e10 = mha::round_to(-1e10f, mha::Precision::f16));
         L.code("torch.tensor(-1e10).half()  # a cast: tensor(-inf, dtype=torch.float16)");
         std::printf("as float16: -1e10 -> %g, -1e9 -> %g, -1e4 -> %g\n", half_1e10,
-                    to_half(-1e9f), to_half(-1e4f));
+                    mha::round_to(-1e9f, mha::Precision::f16),
+                    mha::round_to(-1e4f, mha::Precision::f16));
         L.say("A cast rounds -1e10 and -1e9 to -inf, but PyTorch 1.13 does not cast a fill: "
               "on a float16 tensor, masked_fill(mask == 0, -1e10) raises 'value cannot be "
               "converted to type at::Half without overflow', and so does -1e9. fp16 code "

@@ -7,7 +7,6 @@
 // view against heads copied into contiguous blocks first.
 // Mirrors: `def count_flops(batch_size, seq_len, embed_dim, num_heads)` and
 // the einops remark (小矩阵：view+permute 更快 / 大矩阵：einops 更优).
-//
 // B = batch, T = time, E = d_model, H = heads, D = head_dim.
 #include <algorithm>
 #include <array>
@@ -22,7 +21,6 @@
 #include "support/lesson.hpp"
 
 namespace {
-
 // The article's count_flops, line for line.
 double article_count(double B, double T, double E, double H) {
     double total = 2 * B * T * E * E * 3;        // Q, K, V
@@ -35,7 +33,6 @@ double article_count(double B, double T, double E, double H) {
 double full_count(double B, double T, double E, double H) {
     return article_count(B, T, E, H) + 2 * B * H * T * T * (E / H);
 }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,9 +50,8 @@ int main(int argc, char** argv) {
         const mha::Mask causal = mha::causal_mask(T, T);
 
         L.section("1. Counting FLOPs");
-        SHOWN(L, const double art = article_count(B, T, E, H));
+        SHOWN(L, const double art = article_count(B, T, E, H), full = full_count(B, T, E, H));
         L.code("count_flops(batch_size, seq_len, embed_dim, num_heads)");
-        const double full = full_count(B, T, E, H);
         std::printf("article's count_flops: %.4g GFLOP\nfull count:            %.4g "
                     "GFLOP (+%.1f%%: the weights x V product it leaves out)\n",
                     art / 1e9, full / 1e9, 100 * (full - art) / art);
@@ -100,8 +96,7 @@ int main(int argc, char** argv) {
         bool same = true;
         std::size_t sizes = 0, view_wins = 0, copy_wins = 0;
         const std::size_t t0 = std::max<std::size_t>(16, T / 4), t1 = std::max<std::size_t>(T * 4, 16);
-        // One draw of rows for every size: an eighth of the B T rows (1024 at the
-        // articles' sizes; the ratio, not the total, is the point), or one longer sequence.
+        // One draw of rows for every size: B T / 8 rows (1024 at the articles' sizes), or more.
         mha::Rng r(1);
         const std::size_t rows = std::max(B * T / 8, t1);
         const mha::Tensor3 q_rows = mha::randn(1, rows, E, r), k_rows = mha::randn(1, rows, E, r);
