@@ -569,11 +569,11 @@ void Lesson::code(const std::string& torch, const std::string& cpp) {
 }
 
 std::string Lesson::take_shown(const std::string& what) {
-    if (shown_.empty())
+    if (shown_ == nullptr)
         throw std::logic_error("the lesson's step '" + what + "' gives no C++ line and "
                                "no SHOWN() statement comes before it");
-    std::string cpp;
-    cpp.swap(shown_);
+    const std::string cpp = shown_;
+    shown_ = nullptr;
     return cpp;
 }
 

@@ -139,8 +139,9 @@ public:
     /// The same with the C++ of the last SHOWN().
     void code(const std::string& torch) { code(torch, take_shown(torch)); }
     /// Keeps @p cpp, the text of a statement SHOWN() ran, for the next step(),
-    /// recap() or code() that is given no C++ line of its own.
-    void shown(const std::string& cpp) { shown_ = cpp; }
+    /// recap() or code() that is given no C++ line of its own. A string literal:
+    /// kept as a pointer, so a SHOWN() inside a loop over every element costs nothing.
+    void shown(const char* cpp) { shown_ = cpp; }
     /// The same for C++ that is not in the lesson (what it would take, or a
     /// bug it does not commit): printed as "C++ sketch:".
     void sketch(const std::string& torch, const std::string& cpp);
@@ -284,7 +285,7 @@ private:
     // The last SHOWN() statement's text, once; a step that asks for one when
     // there is none is a bug of the lesson: std::logic_error naming @p what.
     std::string take_shown(const std::string& what);
-    std::string shown_;
+    const char* shown_ = nullptr;
     void step_values(const std::string& lhs, const std::string& name, const Values& v,
                      const std::string& dims, const std::string& torch,
                      const std::string& cpp, bool numbers);
