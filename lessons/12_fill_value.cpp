@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
         L.say("A cast rounds -1e10 and -1e9 to -inf, but PyTorch 1.13 does not cast a fill: "
               "on a float16 tensor, masked_fill(mask == 0, -1e10) raises 'value cannot be "
               "converted to type at::Half without overflow', and so does -1e9. fp16 code "
-              "fills -inf, -1e4 or torch.finfo(torch.float16).min = -65504 (lesson 26 "
-              "has the formats, lesson 27 what low precision does to the sums).");
+              "fills -inf, -1e4 or torch.finfo(torch.float16).min = -65504 (lesson 27 "
+              "has the formats, lesson 28 what low precision does to the sums).");
         rc |= L.claim("the three fills agree on causal rows", d10 == 0.0 && d9 == 0.0);
 
         L.section("2. A row with every key masked");

@@ -7,7 +7,7 @@
 # ends with how long they all took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh fortunes-zh  # lessons 23 and 24: the Tang poems (tang300)
+scripts/install-deps.sh fortunes-zh  # lessons 23, 24 and 25: the Tang poems (tang300)
 scripts/build.sh
 lessons=$(cat build/lessons/order.txt)
 start=$(date +%s%N)

@@ -7,7 +7,7 @@
 # never reports a pass. Ends with how long the tests took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh fortunes-zh  # lessons 23 and 24 (skipped without it)
+scripts/install-deps.sh fortunes-zh  # lessons 23, 24 and 25 (skipped without it)
 scripts/build.sh
 cd "${MHA_BUILD_DIR:-build}"
 start=$(date +%s)

@@ -42,6 +42,10 @@ elseif(NAME MATCHES "^2[12]_induction_")
                     "--ff 0|--ff must be between 1 and 8, not 0"
                     "--vocab 5|--vocab must be at least --time + 1 = 13")
 elseif(NAME STREQUAL "23_tang_poems")
+  list(APPEND cases "--steps 10|unknown flag '--steps'"
+                    "--corpus|--corpus needs FILE"
+                    "--corpus /nonexistent/poems.txt|/nonexistent/poems.txt: cannot be read")
+elseif(NAME STREQUAL "24_poem_model")
   list(APPEND cases "--steps 9|--steps must be between 10 and 20000, not 9"
                     "--temperature -1|--temperature must be between 0 and 5, not -1"
                     "--top-k 0|--top-k must be between 1 and 100000, not 0"

@@ -1,9 +1,11 @@
-# Lesson 23's bad input, each refused with one line naming it and exit 2,
+# The poem lessons' bad input, each refused with one line naming it and exit 2,
 # before anything else is printed (the line's width is not checked: it holds
 # a path): invalid UTF-8, an empty corpus, a corpus too short for one window,
-# too few poems to split, and a checkpoint folder whose config.json lacks a
-# size or is missing, or whose vocab.json is cut short. Called as
-#   cmake -DCHECK=check_lesson -DLESSON=23_tang_poems -DWORK=dir -P tang_inputs.cmake
+# too few poems to split, and (for 24_poem_model, which loads a checkpoint) a
+# checkpoint folder whose config.json lacks a size or is missing, or whose
+# vocab.json is cut short. Called as
+#   cmake -DCHECK=check_lesson -DLESSON=build/lessons/24_poem_model -DNAME=24_poem_model
+#         -DWORK=dir -P tang_inputs.cmake
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}/bad_vocab" "${WORK}/no_size")
 string(ASCII 255 ff)
@@ -25,10 +27,13 @@ set(cases
   "--corpus ${WORK}/bad.txt|bad.txt: invalid UTF-8 at byte 17"
   "--corpus ${WORK}/empty.txt|empty.txt: no poem in it"
   "--corpus ${WORK}/short.txt|short.txt: 52 tokens, not one window"
-  "--corpus ${WORK}/few.txt|few.txt: fewer than 10 poems to split"
+  "--corpus ${WORK}/few.txt|few.txt: fewer than 10 poems to split")
+if(NAME STREQUAL "24_poem_model")
+  list(APPEND cases
   "--model ${WORK}/no_size|no_size/config.json: no \"t_max\""
   "--model ${WORK}/bad_vocab|bad_vocab/vocab.json: expected"
   "--model ${WORK}/nothing|nothing: no config.json")
+endif()
 foreach(case IN LISTS cases)
   string(FIND "${case}" "|" bar)
   string(SUBSTRING "${case}" 0 ${bar} args)

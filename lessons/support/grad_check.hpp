@@ -1,4 +1,4 @@
-// What lesson 25 (the backward by hand) computes with but does not teach: the
+// What lesson 26 (the backward by hand) computes with but does not teach: the
 // products numpy.dot does not batch, and the finite-difference check. Header-only
 // templates, so that float and double share them; only that lesson includes it.
 #pragma once

@@ -95,26 +95,6 @@ std::string dump_help(const Info& info) {
 }
 
 void usage(const Info& info) {
-    if (info.fixed_sizes) {  // its words set the sizes: no size flags to list
-        std::printf(
-            "%s: %s\n\n"
-            "usage: %s [--tiny] [--pause] [--predict]\n"
-            "          [--svg DIR] [--dump DIR] [--help]\n\n"
-            "  --tiny       changes nothing: the sizes are the lesson's own (batch %zu,\n"
-            "               time %zu, d_model %zu, %zu heads), and it always prints the numbers;\n"
-            "               --batch, --time, --d-model, --heads and --seed change nothing\n"
-            "  --pause      wait for Enter between sections, for class\n"
-            "  --predict    before each shape, ask for it; score the answers at the end\n"
-            "  --svg DIR    %s\n"
-            "  --dump DIR   %s\n"
-            "  --help       this text\n",
-            info.name.c_str(), info.summary.c_str(), info.name.c_str(), info.default_batch,
-            info.default_time, info.default_d_model, info.default_heads,
-            info.draws ? "also write the pictures as SVG files in DIR"
-                       : "(this lesson draws no picture)",
-            dump_help(info).c_str());
-        return;
-    }
     std::string own, own_help;
     std::size_t line = 9;  // the columns of own's last line, after its indent
     const auto add = [&](const std::string& item) {  // wrapped at 80 columns
@@ -134,6 +114,28 @@ void usage(const Info& info) {
         add(" [" + name + "]");
         own_help += "  " + (name.size() < 12 ? name + std::string(12 - name.size(), ' ') : name) +
                     " " + t.help + "\n";
+    }
+    if (info.fixed_sizes) {  // its data set the sizes: no size flags to list
+        std::printf(
+            "%s: %s\n\n"
+            "usage: %s [--tiny] [--pause] [--predict]\n"
+            "          [--svg DIR] [--dump DIR] [--help]%s\n\n"
+            "  --tiny       changes nothing: the sizes are the lesson's own (batch %zu,\n"
+            "               time %zu, d_model %zu, %zu heads), and it always prints the numbers;\n"
+            "               --batch, --time, --d-model, --heads and --seed change nothing\n"
+            "%s"
+            "  --pause      wait for Enter between sections, for class\n"
+            "  --predict    before each shape, ask for it; score the answers at the end\n"
+            "  --svg DIR    %s\n"
+            "  --dump DIR   %s\n"
+            "  --help       this text\n",
+            info.name.c_str(), info.summary.c_str(), info.name.c_str(), own.c_str(),
+            info.default_batch, info.default_time, info.default_d_model, info.default_heads,
+            own_help.c_str(),
+            info.draws ? "also write the pictures as SVG files in DIR"
+                       : "(this lesson draws no picture)",
+            dump_help(info).c_str());
+        return;
     }
     std::printf(
         "%s: %s\n\n"

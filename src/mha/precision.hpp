@@ -15,7 +15,7 @@ namespace mha {
 /// hardware's conversions and PyTorch's `.half()` / `.bfloat16()` do. A float16
 /// conversion of a number whose magnitude reaches 65520 (halfway between 65504 and
 /// 2^16) gives +-inf; small numbers become subnormals (down to 2^-24), then 0. NaN stays
-/// a (quiet) NaN. Lesson 26 applies them where mixed-precision code does.
+/// a (quiet) NaN. Lesson 27 applies them where mixed-precision code does.
 /// @{
 
 /// The float16 bit pattern nearest @p x (ties to even).

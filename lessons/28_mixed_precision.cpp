@@ -1,10 +1,10 @@
-// Lesson 27 (past the articles): mixed precision, where a kernel may round.
+// Lesson 28 (past the articles): mixed precision, where a kernel may round.
 //
 // Adds: lesson 18's online softmax with its running sum l and accumulator o kept in
 // bfloat16, as T grows; then one head's attention with a round_to() at each place a
 // mixed-precision kernel stores a number (what it reads, the scores, the softmax's
 // sum, the accumulators), and the error of each choice against the same loops in
-// float64, at the articles' T, E and H. Lesson 26 has the formats themselves.
+// float64, at the articles' T, E and H. Lesson 27 has the formats themselves.
 // B = batch, T = time, E = d_model, H = heads, D = head_dim = E / H.
 #include <algorithm>
 #include <cmath>
@@ -65,7 +65,7 @@ std::vector<F> head(const mha::Tensor4& q, const mha::Tensor4& k, const mha::Ten
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "27_mixed_precision";
+    info.name = "28_mixed_precision";
     info.summary = "16-bit sums and where to round, against float64";
     info.default_batch = 4;  // the articles' T, E, H; 4 of their 128 sequences
     info.dump_mb = 0.5;
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
               "error; bfloat16 accumulators make it " +
               fixed(mean[5] / mean[2], 1) + "x that of bfloat16 inputs alone. Here float16 "
               "everywhere is " + fixed(mean[5] / mean[6], 1) + "x better than bfloat16 "
-              "everywhere, since no value comes near 65504 (lesson 26's unscaled scores "
+              "everywhere, since no value comes near 65504 (lesson 27's unscaled scores "
               "would).");
         int rc = L.claim("float16 inputs beat bfloat16 inputs (11 bits against 8)",
                          mean[1] < mean[2]);

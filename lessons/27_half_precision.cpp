@@ -1,9 +1,9 @@
-// Lesson 26 (past the articles): half precision, float16 and bfloat16.
+// Lesson 27 (past the articles): half precision, float16 and bfloat16.
 //
 // Adds: the two 16-bit formats of mixed-precision training, emulated exactly
 // (mha::round_to(): round to nearest, ties to even); the articles' fill values in
 // float16; the 1/sqrt(D) scale and the max subtraction as what keeps scores and exp()
-// in range, with the size where each is needed found by running. Lesson 27 goes on
+// in range, with the size where each is needed found by running. Lesson 28 goes on
 // to where a kernel may round. Mirrors: the four-linear-layers article's
 // masked_fill(-1e10) and the handwritten-course article's -inf (lesson 12), in half.
 // B = batch, T = time, E = d_model, H = heads, D = head_dim = E / H.
@@ -22,7 +22,7 @@ using mha::Precision, mha::round_to;
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "26_half_precision";
+    info.name = "27_half_precision";
     info.summary = "float16 and bfloat16: the formats, the fill, overflow";
     info.fixed_sizes = true, info.sizes_from = "the formats";  // not by B, T, E, H
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {

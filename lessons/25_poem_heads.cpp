@@ -1,6 +1,6 @@
-// Lesson 24 (past the articles): what the heads of the poem model look at.
+// Lesson 25 (past the articles): what the heads of the poem model look at.
 //
-// Lesson 23's model (data/tang) writes lines of 5 or 7 characters. For every layer x
+// Lesson 24's model (data/tang) writes lines of 5 or 7 characters. For every layer x
 // head we measure its mean weight on four keys the form singles out, name the head
 // that scores highest on each, draw it over a held-out poem, and test it: without that
 // head, does the loss rise where its pattern matters, more than without another head?
@@ -21,7 +21,7 @@ const char* const kCorpus = "/usr/share/games/fortunes/tang300";
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "24_poem_heads", info.summary = "the poem model's heads: scores, ablation";
+    info.name = "25_poem_heads", info.summary = "the poem model's heads: scores, ablation";
     info.draws = true, info.default_heads = 4;
     info.default_batch = 1, info.default_time = 64, info.default_d_model = 128;
     info.tiny_batch = 1, info.tiny_time = 64, info.tiny_d_model = 128;
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
             const mha::Tensor4& w = trace.layers[l].attn.weights;  // [1, H, T, T]
             L.picture(std::string(names[k]) + " head: layer " + std::to_string(l) +
                           ", head " + std::to_string(h),
-                      std::string("24_") + names[k],
+                      std::string("25_") + names[k],
                       lesson::grid_of(w, 0, h, "").value, "query", "key", {}, false,
                       {shown, shown});
         }

@@ -1,4 +1,4 @@
-// Lesson 25 (past the articles): the backward of attention, by hand.
+// Lesson 26 (past the articles): the backward of attention, by hand.
 //
 // Adds: the gradient of every stage, in the articles' order run backwards: the output
 // layer, the merge, weights x V, the softmax (its Jacobian on one row, then the row
@@ -30,7 +30,7 @@ using lesson::worst_fd;
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "25_backward_by_hand";
+    info.name = "26_backward_by_hand";
     info.summary = "the gradient of every stage, checked by finite differences";
     info.default_batch = 4, info.default_time = 12, info.default_d_model = 32;
     info.default_heads = 4, info.dump_mb = 0.003;
