@@ -13,24 +13,7 @@
 
 #include "mha/model/poems.hpp"
 #include "support/lesson.hpp"
-
-std::string corpus_of(const lesson::Options& o) {
-    return o.text.count("--corpus") ? o.text.at("--corpus")
-                                    : "/usr/share/games/fortunes/tang300";
-}
-std::string refused(const lesson::Options& o) {  // bad input: one line before any output
-    if (!o.text.count("--corpus") && !std::filesystem::exists(corpus_of(o))) return "";
-    try {
-        const mha::PoemSplit s = mha::split_poems(mha::read_poems(corpus_of(o)));
-        const std::size_t n = mha::poem_ids(s.train, mha::build_vocab(s.train)).size();
-        if (s.held_out.empty()) return corpus_of(o) + ": fewer than 10 poems to split";
-        if (n < o.time + 1)
-            return corpus_of(o) + ": " + std::to_string(n) + " tokens, not one window";
-    } catch (const std::invalid_argument& e) {
-        return e.what();
-    }
-    return "";
-}
+#include "support/poem_input.hpp"
 
 int main(int argc, char** argv) {
     lesson::Info info;
@@ -39,10 +22,12 @@ int main(int argc, char** argv) {
     info.default_heads = 4, info.fixed_sizes = true, info.sizes_from = "data/tang";
     info.default_batch = 1, info.default_time = 64, info.default_d_model = 128;
     info.text = {{"--corpus", "FILE", "poems in FILE, UTF-8, '%' or blank lines between"}};
-    info.flags_fit = refused;
+    info.flags_fit = [](const lesson::Options& o) {  // a bad corpus: one line, exit 2
+        return lesson::corpus_refused(o, o.time);
+    };
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed;
-        const std::string corpus = corpus_of(L.opt);
+        const std::string corpus = lesson::corpus_of(L.opt);
         L.section("1. The poems, split before anything is learned");
         if (!std::filesystem::exists(corpus))
             return std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str()), 77;
@@ -118,6 +103,31 @@ int main(int argc, char** argv) {
               "almost never elsewhere; the bigram sees one character back, so it spreads "
               "the same doubt over every place. "
               "Counting to 5 or 7 needs the whole line: attention reads it.");
+
+        L.section("5. What the bigram writes");
+        mha::Rng rng(5);
+        std::vector<std::string> written, training;  // 32 poems, one after another
+        const std::int32_t V = std::int32_t(v.size());
+        for (int k = 0; k < 32; ++k) {
+            written.push_back("<poem>");
+            for (std::int32_t a = 1, n = 0; n + 1 < std::int32_t(T); ++n) {  // a: <poem>
+                std::int32_t b = 0;  // the first id where the sum of p2(. | a) passes u
+                double u = rng.uniform(0, 1);
+                SHOWN(L, while (b + 1 < V && (u -= g.bigram(a, b)) > 0) ++b);
+                if (b == 1) break;  // a second <poem>: the poem ends
+                written.push_back(v.token(b)), a = b;
+            }
+        }
+        L.code("b = torch.multinomial(p2[a], 1).item()  # from <poem> to the next <poem>");
+        std::string shown;  // its first poem's first 30 tokens
+        for (std::size_t j = 1; j < 31 && j < written.size() && written[j] != "<poem>"; ++j)
+            shown += written[j] == "\n" ? " / " : written[j];
+        for (const auto& p : s.train) training.insert(training.end(), p.begin(), p.end());
+        std::printf("  %s\nformat (the share of lines of 5 or 7 characters): the bigram's "
+                    "%.3f,\nthe training poems' %.3f\n", shown.c_str(),
+                    mha::format_score(written), mha::format_score(training));
+        L.say("Its pairs are the poems' pairs, its lines are not their lines: lesson 24's "
+              "model is held to this score too.");
 
         const int rc = L.claim("the bigram beats the unigram on the held-out poems: " +
                                fixed(two.all) + " < " + fixed(one.all) + " nats",

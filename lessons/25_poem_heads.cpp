@@ -16,35 +16,28 @@
 #include "mha/model/poem_heads.hpp"
 #include "mha/model/poems.hpp"
 #include "support/lesson.hpp"
-
-const char* const kCorpus = "/usr/share/games/fortunes/tang300";
+#include "support/poem_input.hpp"
 
 int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "25_poem_heads", info.summary = "the poem model's heads: scores, ablation";
     info.draws = true, info.default_heads = 4;
     info.default_batch = 1, info.default_time = 64, info.default_d_model = 128;
-    info.tiny_batch = 1, info.tiny_time = 64, info.tiny_d_model = 128;
     info.fixed_sizes = true, info.sizes_from = "data/tang";
-    info.flags_fit = [](const lesson::Options&) -> std::string {  // one line, exit 2
-        if (!std::filesystem::exists(kCorpus)) return "";
-        try {
-            mha::load_poem_checkpoint(MHA_DATA_DIR "/tang");
-        } catch (const std::invalid_argument& e) {
-            return e.what();
-        }
-        return "";
+    info.flags_fit = [](const lesson::Options& o) {  // a bad checkpoint: one line, exit 2
+        return lesson::checkpoint_refused(lesson::model_of(o), lesson::corpus_of(o));
     };
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed;
+        const std::string corpus = lesson::corpus_of(L.opt);
         L.section("1. The model and the held-out poems");
-        if (!std::filesystem::exists(kCorpus))
-            return std::printf("skipped: needs %s (fortunes-zh)\n", kCorpus), 77;
-        const mha::PoemCheckpoint c = mha::load_poem_checkpoint(MHA_DATA_DIR "/tang");
+        if (!std::filesystem::exists(corpus))
+            return std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str()), 77;
+        const mha::PoemCheckpoint c = mha::load_poem_checkpoint(lesson::model_of(L.opt));
         const mha::Vocab& v = c.vocab;
         const mha::ModelConfig m = c.model.config();
         const std::size_t NL = m.layers, H = m.num_heads;
-        const mha::PoemSplit s = mha::split_poems(mha::read_poems(kCorpus));
+        const mha::PoemSplit s = mha::split_poems(mha::read_poems(corpus));
         auto held = mha::poem_windows(s.held_out, v, m.max_len);
         if (L.opt.tiny) held.resize(8);  // --tiny: the first 8 windows only
         std::printf("data/tang: E %zu, H %zu, L %zu; %zu held-out windows\n", m.embed_dim,

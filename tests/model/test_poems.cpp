@@ -259,6 +259,20 @@ TEST_CASE("sample_poems: each from <poem> and no second <poem> and at most T_max
     }
 }
 
+TEST_CASE("bigram_poems: a text of one pair repeated gives that pair and at most tokens ids") {
+    const mha::Vocab v({"<unk>", "<poem>", "\n", "a", "b"});
+    std::vector<std::int32_t> ids;
+    for (int i = 0; i < 50; ++i) ids.insert(ids.end(), {1, 3, 4});  // <poem> a b, 50 times
+    const mha::Ngrams g(ids, v.size(), 1e-6);  // almost no pull towards the unigram
+    mha::Rng rng(2);
+    const auto poems = mha::bigram_poems(g, v, 20, 10, rng);
+    REQUIRE(poems.size() == 20);
+    for (const auto& poem : poems)  // after b comes <poem>: the poem ends there
+        CHECK(poem == std::vector<std::string>{"<poem>", "a", "b"});
+    const auto short_ones = mha::bigram_poems(g, v, 3, 1, rng);
+    for (const auto& poem : short_ones) CHECK(poem == std::vector<std::string>{"<poem>", "a"});
+}
+
 TEST_CASE("mean_head_patterns: the mean of model_head_patterns() over the windows") {
     const std::vector<mha::Poem> p = toy_poems(6);
     const mha::Vocab v = mha::build_vocab(p);

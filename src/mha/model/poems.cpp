@@ -264,6 +264,24 @@ std::vector<std::vector<std::string>> sample_poems(const LanguageModel& m, const
     return poems;
 }
 
+std::vector<std::vector<std::string>> bigram_poems(const Ngrams& g, const Vocab& v,
+                                                   std::size_t n, std::size_t tokens, Rng& rng) {
+    std::vector<std::vector<std::string>> poems;
+    for (std::size_t i = 0; i < n; ++i) {
+        std::vector<std::string> poem = {Vocab::poem};
+        std::int32_t a = 1;  // <poem>
+        for (std::size_t k = 0; k < tokens; ++k) {
+            std::int32_t b = 0;  // the first id where the running sum of p2(. | a) passes u
+            double u = rng.uniform(0, 1);
+            while (b + 1 < std::int32_t(v.size()) && (u -= g.bigram(a, b)) > 0) ++b;
+            if (b == 1) break;  // a second <poem>: the poem ends
+            poem.push_back(v.token(b)), a = b;
+        }
+        poems.push_back(poem);
+    }
+    return poems;
+}
+
 std::vector<std::vector<HeadPatterns>> mean_head_patterns(
     const LanguageModel& m, const Vocab& v,
     const std::vector<std::vector<std::int32_t>>& windows, HeadPatterns& uniform) {

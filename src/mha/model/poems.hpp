@@ -230,6 +230,19 @@ LossSplit split_losses(const std::vector<Prediction>& p, const Vocab& v);
 std::vector<std::vector<std::string>> sample_poems(const LanguageModel& m, const Vocab& v,
                                                    std::size_t n, const Sampling& s, Rng& rng);
 
+/// @p n poems written by the bigram of @p g, as sample_poems() writes the
+/// model's: each from `<poem>`, up to @p tokens ids drawn one after another,
+/// each by \f$p_2(b \mid a)\f$ of the id before, cut before a second `<poem>`.
+/// Lesson 23 writes this loop out; later lessons call it.
+/// @param g      the unigram and bigram
+/// @param v      the vocabulary
+/// @param n      how many poems
+/// @param tokens the most ids drawn a poem (T_max - 1, as a model's)
+/// @param rng    the generator to draw from
+/// @return       n poems as tokens, `<poem>` first
+std::vector<std::vector<std::string>> bigram_poems(const Ngrams& g, const Vocab& v,
+                                                   std::size_t n, std::size_t tokens, Rng& rng);
+
 /// model_head_patterns() over many windows: each of a head's four scores
 /// is the mean over the windows where it is not NaN (each window counts
 /// once), and so is a uniform causal head's (weight 1/(q + 1) on keys 0 .. q)
