@@ -1,12 +1,10 @@
 // Lesson 26 (past the articles): the backward of attention, by hand.
 //
-// Adds: the gradient of every stage, in the articles' order run backwards: the output
-// layer, the merge, weights x V, the softmax (its Jacobian on one row, then the row
-// form), the mask, the scale and Q K^T, the split, the projections. A stage needs only
-// its own forward and the gradient the stage after it hands back, so each is checked
-// on its own: a central finite difference in double of sum(up * stage(x)) beside it.
-// Mirrors: what `loss.backward()` does for the articles' module.
-// B = batch, T = time, E = d_model, H = heads, D = head_dim = E / H.
+// Adds: every stage's gradient, in the articles' order run backwards (the sections keep
+// the forward's numbers). A stage needs only its own forward and the gradient the stage
+// after it hands back, so each is checked on its own: a central finite difference in
+// double of sum(up * stage(x)) beside it. Mirrors: `loss.backward()` on the articles'
+// module. B = batch, T = time, E = d_model, H = heads, D = head_dim = E / H.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -26,7 +24,7 @@
 
 using lesson::D2, lesson::D3, lesson::D4;  // xt::xtensor<double, N>
 using lesson::dbl, lesson::each_head, lesson::over_rows, lesson::rows_times;
-using lesson::worst_fd;
+using lesson::sci, lesson::worst_fd;
 
 int main(int argc, char** argv) {
     lesson::Info info;
@@ -35,10 +33,8 @@ int main(int argc, char** argv) {
     info.default_batch = 4, info.default_time = 12, info.default_d_model = 32;
     info.default_heads = 4, info.dump_mb = 0.003;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
-        const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
-        const std::size_t H = L.opt.heads;
+        const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         double worst = 0;  // over every finite difference
-        using lesson::sci;
         auto fd_line = [&](const char* what, double w) {
             std::printf("    finite difference, double: worst %.1e of max |%s|\n", w, what);
             worst = std::max(worst, w);
@@ -51,11 +47,9 @@ int main(int argc, char** argv) {
         const mha::Mask causal = mha::causal_mask(T, T);
         SHOWN(L, const mha::Stages s = m.forward_stages(X, X, X, &causal));
         L.recap("output = attention(X, X, X, causal)", "s.output", s.output, "B, T, E");
-        L.say("The loss is sum(output * G) for a fixed random G [B, T, E], so "
-              "dloss/doutput = G: any loss hands the backward such a tensor, and the "
-              "chain runs from it. "
-              "The PyTorch lines name the tensor whose .grad a step computes (after "
-              "t.retain_grad() and loss.backward()).");
+        L.say("The loss is sum(output * G) for a fixed random G [B, T, E], so dloss/doutput "
+              "= G: any loss hands the backward such a tensor. The PyTorch lines name the "
+              "tensor whose .grad a step computes (after t.retain_grad(), loss.backward()).");
 
         L.section("7) The output layer: output = context Wo^T + bo");
         SHOWN(L, const mha::Tensor3 dC = rows_times(G, m.w_o.weight));  // dout Wo
@@ -104,14 +98,11 @@ int main(int argc, char** argv) {
             for (std::size_t k = 0; k <= i; ++k) Jdp += J(j, k) * dP(0, 0, i, k);
             row_gap = std::max(row_gap, std::fabs(Jdp - dS(0, 0, i, j)));
         }
-        L.say("J is symmetric, so dS = J dP row by row; written out, J dP = p (dP - "
-              "sum_k p_k dP_k): one product and a sum per row, never the [T, T] matrix. "
-              "On query " + std::to_string(i) + " the two differ by at most " + sci(row_gap) + ". "
-              "Query 0 sees one key: its weight is 1 whatever its score, so dS is 0 "
-              "there. A masked score is the fill, a constant: its weight is 0, so "
-              "P * (...) gives it 0 too.");
-        L.step("dscore = P * (dP - rowsum(dP * P))", "dS", dS, "B, H, Tq, Tk",
-               "score.grad");
+        L.say("J is symmetric, so dS = J dP row by row; written out, J dP = p (dP - sum_k "
+              "p_k dP_k): one product and a sum per row, never the [T, T] matrix. On query " +
+              std::to_string(i) + " the two differ by at most " + sci(row_gap) + ". A masked "
+              "score is the fill, a constant: its weight is 0, so P * (...) gives it 0 too.");
+        L.step("dscore = P * (dP - rowsum(dP * P))", "dS", dS, "B, H, Tq, Tk", "score.grad");
         fd_line("dS", worst_fd(dbl(s.scores), dbl(dP), [&](const D4& sc) {
             const D4 top = xt::amax(sc, {3}, xt::keep_dims);  // evaluated: lesson 14
             const D4 e = xt::exp(sc - top);
