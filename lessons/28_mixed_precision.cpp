@@ -2,9 +2,8 @@
 //
 // Adds: lesson 18's online softmax with its running sum l and accumulator o kept in
 // bfloat16, as T grows; then one head's attention with a round_to() at each place a
-// mixed-precision kernel stores a number (what it reads, the scores, the softmax's
-// sum, the accumulators), and the error of each choice against the same loops in
-// float64, at the articles' T, E and H. Lesson 27 has the formats themselves.
+// mixed-precision kernel stores a number, and the error of each choice against the same
+// loops in float64, at the articles' T, E and H. Lesson 27 has the formats themselves.
 // B = batch, T = time, E = d_model, H = heads, D = head_dim = E / H.
 #include <algorithm>
 #include <cmath>
@@ -52,12 +51,9 @@ std::vector<F> head(const mha::Tensor4& q, const mha::Tensor4& k, const mha::Ten
             s[j] = rnd(std::exp(s[j] - top), c.scores);
             sum = rnd(sum + s[j], c.sums);
         }
-        for (std::size_t d = 0; d < D; ++d) {
-            F o = 0;
-            for (std::size_t j = 0; j <= i; ++j)
-                o = rnd(o + s[j] / sum * in(v, j, d), c.acc);
-            out[i * D + d] = o;
-        }
+        for (std::size_t d = 0; d < D; ++d)
+            for (std::size_t j = 0; j <= i; ++j)  // o_i = sum_j p_ij v_j, from 0
+                out[i * D + d] = rnd(out[i * D + d] + s[j] / sum * in(v, j, d), c.acc);
     }
     return out;
 }
@@ -67,19 +63,15 @@ int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "28_mixed_precision";
     info.summary = "16-bit sums and where to round, against float64";
-    info.default_batch = 4;  // the articles' T, E, H; 4 of their 128 sequences
-    info.dump_mb = 0.5;
+    info.default_batch = 4, info.dump_mb = 0.5;  // the articles' T, E, H; 4 of 128 sequences
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
-        const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
-        const std::size_t H = L.opt.heads;
+        const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         using lesson::fixed, lesson::sci;
-        const Precision f16 = Precision::f16, bf16 = Precision::bf16;
-        const Precision f32 = Precision::f32;
+        const Precision f16 = Precision::f16, bf16 = Precision::bf16, f32 = Precision::f32;
         mha::Rng rng(L.opt.seed);
 
         L.section("1. The online softmax's running sums in 16 bits");
-        std::printf("%-7s %-12s %-12s %s\n", "T", "float32", "bfloat16 l",
-                    "bfloat16 l and o");
+        std::printf("%-7s %-12s %-12s %s\n", "T", "float32", "bfloat16 l", "bfloat16 l and o");
         double worst_long = 0;  // bfloat16 l and o at the longest T
         for (std::size_t n = 64; n <= 16384; n *= 4) {
             double err[3] = {0, 0, 0};  // mean over 8 rows
@@ -97,8 +89,7 @@ int main(int argc, char** argv) {
                     for (std::size_t j = 0; j < n; ++j) {  // lesson 18's update
                         const float m2 = std::max(m, s[j]), r = std::exp(m - m2);
                         const float p = std::exp(s[j] - m2);
-                        l = round_to(l * r + p, lp), o = round_to(o * r + p * v[j], op);
-                        m = m2;
+                        l = round_to(l * r + p, lp), o = round_to(o * r + p * v[j], op), m = m2;
                     }
                     err[c++] += std::fabs(o / l - o64 / l64) / 8;
                 }
@@ -133,8 +124,7 @@ int main(int argc, char** argv) {
         for (std::size_t c = 0; c < choices.size(); ++c) {
             double top = 0, sum = 0;
             for (std::size_t bh = 0; bh < B * H; ++bh) {
-                const std::vector<float> o = head<float>(st.q, st.k, st.v, bh / H, bh % H,
-                                                         choices[c]);
+                const auto o = head<float>(st.q, st.k, st.v, bh / H, bh % H, choices[c]);
                 for (std::size_t x = 0; x < o.size(); ++x) {
                     const double e = std::fabs(o[x] - want[bh][x]);
                     top = std::max(top, e), sum += e;
@@ -145,14 +135,11 @@ int main(int argc, char** argv) {
                         sci(mean[c]).c_str());
         }
         const bool grows = mean[2] < mean[3] && mean[3] < mean[4] && mean[4] < mean[5];
-        L.say("Each head's output against the same loops in float64 (B = " +
-              std::to_string(B) + ", T = " + std::to_string(T) + ", E = " + std::to_string(E) +
-              ", H = " + std::to_string(H) + "). Each further place rounded adds to the mean "
-              "error; bfloat16 accumulators make it " +
-              fixed(mean[5] / mean[2], 1) + "x that of bfloat16 inputs alone. Here float16 "
-              "everywhere is " + fixed(mean[5] / mean[6], 1) + "x better than bfloat16 "
-              "everywhere, since no value comes near 65504 (lesson 27's unscaled scores "
-              "would).");
+        L.say("Each head's output against the same loops in float64, at the sizes above. "
+              "bfloat16 everywhere makes the mean error " + fixed(mean[5] / mean[2], 1) +
+              "x that of bfloat16 inputs alone. float16 everywhere is " +
+              fixed(mean[5] / mean[6], 1) + "x better than bfloat16 everywhere, since no "
+              "value comes near 65504 (lesson 27's unscaled scores would).");
         int rc = L.claim("float16 inputs beat bfloat16 inputs (11 bits against 8)",
                          mean[1] < mean[2]);
         rc |= L.claim("each further place rounded in bfloat16 adds to the mean error", grows);
