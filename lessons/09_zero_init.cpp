@@ -56,7 +56,7 @@ std::string per_head(const mha::Tensor2& g, std::size_t H, std::size_t D, double
 int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "09_zero_init", info.summary = "pitfall: zero and constant init";
-    info.default_batch = 32, info.dump_mb = 15.7;  // its claims hold at any batch; 128 took 3 s
+    info.default_batch = 32, info.dump_mb = 15.7;  // claims hold at any B; 8 passes of 128: 3 s
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, D = E / H;
