@@ -56,7 +56,7 @@ std::string per_head(const mha::Tensor2& g, std::size_t H, std::size_t D, double
 int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "09_zero_init", info.summary = "pitfall: zero and constant init";
-    info.default_batch = 32;  // its claims hold at any batch; 8 passes of 128 took 3 s
+    info.default_batch = 32, info.dump_mb = 15.7;  // claims hold at any B; 8 passes of 128: 3 s
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, D = E / H;
@@ -139,9 +139,12 @@ int main(int argc, char** argv) {
 
         L.section("4. Xavier: the heads differ");
         const mha::MultiHeadAttention x(E, H, mha::Init::xavier(L.opt.seed));
+        const mha::Tensor2 dwv = grads(x, X, target).wv.weight;  // [E, E]
         double spread = 0;
-        std::printf("step 0  |dWv| of each head:%s\n",
-                    per_head(grads(x, X, target).wv.weight, H, D, spread).c_str());
+        std::printf("step 0  |dWv| of each head:%s\n", per_head(dwv, H, D, spread).c_str());
+        L.dump("X", X), L.dump("target", target), L.dump_layers(x), L.dump("xavier.dWv", dwv);
+        L.dump("dWq", ga.wq.weight), L.dump("zero.fc_out.bias", z.w_o.bias);  // lessons/pytorch/
+        L.dump("constant.wv.weight", c.wv.weight);  // after its 3 steps, as zero.fc_out.bias
         L.say("Random weights break the symmetry: each head starts elsewhere and learns "
               "something else. Relative spread: " + fixed(spread, 3) + ".");
         if (H > 1) rc |= L.claim("Xavier: the heads' gradients differ", spread > 1e-3);

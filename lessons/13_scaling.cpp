@@ -26,10 +26,10 @@ struct Stats {
 
 // Scores s = factor * q k^T over n samples of [T, D]; their variance, the
 // mean entropy of the softmax rows, and the median over rows of |dL/ds| for
-// a unit-normal upstream gradient G: ds = P * (G - sum(P * G)). The median,
-// because a few rows with two close winners carry most of the gradient.
+// a unit-normal upstream gradient G [n, 1, T, T]: ds = P * (G - sum(P * G)).
+// The median, because a few rows with two close winners carry most of the gradient.
 Stats measure(const mha::Tensor4& q, const mha::Tensor4& k, double factor,
-              mha::Rng& rng) {
+              const mha::Tensor4& G) {
     const double sqrt_d = std::sqrt(double(q.shape(3)));
     const mha::Tensor4 s = mha::scaled_scores(q, k) * float(factor * sqrt_d);
     const mha::Tensor4 p = mha::softmax(s);
@@ -39,12 +39,10 @@ Stats measure(const mha::Tensor4& q, const mha::Tensor4& k, double factor,
     std::vector<double> row_norms(rows);
     for (float x : s) sum += x, sq += double(x) * x;
     st.var = sq / s.size() - (sum / s.size()) * (sum / s.size());
-    std::vector<double> g(T);
     for (std::size_t r = 0; r < rows; ++r) {
-        const float* pr = p.data() + r * T;
+        const float *pr = p.data() + r * T, *g = G.data() + r * T;
         double dot = 0;
         for (std::size_t j = 0; j < T; ++j) {
-            g[j] = rng.normal();
             dot += pr[j] * g[j];
             if (pr[j] > 0) st.entropy -= pr[j] * std::log(double(pr[j]));
         }
@@ -66,7 +64,7 @@ Stats measure(const mha::Tensor4& q, const mha::Tensor4& k, double factor,
 int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "13_scaling", info.summary = "pitfall: sqrt(D), sqrt(E) or no scaling";
-    info.draws = true;
+    info.draws = true, info.dump_mb = 8.0;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t T = L.opt.time, H = L.opt.heads;
         using lesson::fixed;
@@ -99,8 +97,17 @@ int main(int argc, char** argv) {
             for (float& x : k) x = rng.normal();
             const double factors[3] = {1 / std::sqrt(double(D)),
                                        1 / std::sqrt(double(D * H)), 1.0};
+            const std::string at = "D" + std::to_string(D) + ".";  // --dump's names
+            L.dump(at + "q", q), L.dump(at + "k", k);  // for lessons/pytorch/
             Stats st[3];
-            for (int f = 0; f < 3; ++f) st[f] = measure(q, k, factors[f], rng);
+            for (int f = 0; f < 3; ++f) {
+                mha::Tensor4 G({n, 1, T, T});  // the upstream gradient
+                for (float& x : G) x = rng.normal();
+                st[f] = measure(q, k, factors[f], G);
+                L.dump(at + "G" + std::to_string(f), G);
+                L.dump(at + "stats" + std::to_string(f),  // var, entropy, median |grad|
+                       mha::Tensor1{float(st[f].var), float(st[f].entropy), float(st[f].grad)});
+            }
             std::printf("%4zu | %7.3f %7.3f %7.1f | %7.2f %7.2f %7.2f | %8.2e %8.2e %8.2e\n",
                         D, st[0].var, st[1].var, st[2].var, st[0].entropy,
                         st[1].entropy, st[2].entropy, st[0].grad, st[1].grad, st[2].grad);

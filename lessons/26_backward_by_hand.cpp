@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     info.name = "26_backward_by_hand";
     info.summary = "the gradient of every stage, checked by finite differences";
     info.default_batch = 4, info.default_time = 12, info.default_d_model = 32;
-    info.default_heads = 4, info.dump_mb = 0.003;
+    info.default_heads = 4, info.dump_mb = 0.1;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         double worst = 0;  // over every finite difference
@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng), G = mha::randn(B, T, E, rng);
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));
+        L.dump("X", X), L.dump("G", G), L.dump_layers(m);  // for lessons/pytorch/
         const mha::Mask causal = mha::causal_mask(T, T);
         SHOWN(L, const mha::Stages s = m.forward_stages(X, X, X, &causal));
         L.recap("output = attention(X, X, X, causal)", "s.output", s.output, "B, T, E");

@@ -31,7 +31,7 @@ class Lesson:
             print(f"{argv[0]}: no {self.dir}: run build/lessons/{name} --dump {argv[1]}",
                   file=sys.stderr)
             sys.exit(2)
-        self.name, self.worst, self.tiny = name, 0.0, False
+        self.name, self.worst, self.tiny, self.stated = name, 0.0, False, False
         torch.set_printoptions(precision=3, sci_mode=False)
         print(f"{name} in PyTorch, on the tensors the C++ lesson dumped in {self.dir}")
 
@@ -53,10 +53,14 @@ class Lesson:
     def section(self, title):
         print(f"\n== {title} " + "=" * max(3, 86 - len(title)))
 
-    def show(self, what, name, ours, dump=None, seq0=False):
+    def show(self, what, name, ours, dump=None, seq0=False, relative=False, tolerance=None):
         """Prints ours under the lesson's heading and compares it with the
         C++ tensor dumped as `dump` (default: name); with seq0, with its
-        sequence 0 only (a lesson that dumps only sequence 0's inputs)."""
+        sequence 0 only (a lesson that dumps only sequence 0's inputs); with
+        relative, the difference over the largest |C++| (for gradients, whose
+        size sets what a float's rounding is), with relative="each", each
+        element's over its own (for statistics of unlike sizes); with
+        tolerance, held to that instead of TOLERANCE (the line says so)."""
         theirs = self.load(dump or name)
         theirs = theirs[:1] if seq0 else theirs
         if ours.dtype == torch.bool or theirs.dtype == torch.bool:
@@ -64,16 +68,27 @@ class Lesson:
         else:
             both = torch.isinf(ours) & torch.isinf(theirs) & (ours == theirs)
             d = torch.where(both, torch.zeros_like(ours), (ours.double() - theirs.double()).abs())
+            if relative == "each":
+                d = d / theirs.double().abs().clamp_min(1e-30)
             diff = float(d.max())
-        if not diff <= self.worst:  # keeps a NaN
-            self.worst = diff
-        print(f"{what:<41} {name}.shape = {list(ours.shape)}  max |diff| vs C++ = {diff:.2g}")
+            if relative is True:
+                diff /= max(float(theirs.abs().max()), 1e-30)
+        scaled = diff if tolerance is None else diff * TOLERANCE / tolerance
+        self.stated = self.stated or tolerance is not None
+        if not scaled <= self.worst:  # keeps a NaN
+            self.worst = scaled
+        how = {True: "max |diff| / max |C++|", "each": "max |diff / C++|"}.get(
+            relative, "max |diff| vs C++")
+        within = "" if tolerance is None else f" (held to {tolerance:g})"
+        print(f"{what:<41} {name}.shape = {list(ours.shape)}  {how} = {diff:.2g}{within}")
         if ours.numel() <= 64:
             print(ours.int() if ours.dtype == torch.bool else ours)
         return ours
 
     def done(self):
         ok = self.worst <= TOLERANCE
+        own = ", or the tolerance its line states" if self.stated else ""
         print(f"\n{'OK' if ok else 'FAILED'}, every tensor within {TOLERANCE:g} of the C++ "
-              f"lesson's (worst {self.worst:.2g})")
+              f"lesson's{own} (worst " +
+              (f"{self.worst / TOLERANCE:.0%} of its tolerance)" if own else f"{self.worst:.2g})"))
         sys.exit(0 if ok else 1)
