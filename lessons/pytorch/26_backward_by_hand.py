@@ -1,4 +1,4 @@
-"""Lesson 25 side by side: the gradient of every stage of the articles' forward,
+"""Lesson 26 side by side: the gradient of every stage of the articles' forward,
 from PyTorch's autograd (torch.autograd.grad), against the C++ lesson's by-hand
 backward. Each is held within 1e-5 of the largest |gradient| of its tensor: the
 two sum in float32 in different orders."""
@@ -7,7 +7,7 @@ import sys
 
 from common import Lesson, torch
 
-L = Lesson("25_backward_by_hand", sys.argv)
+L = Lesson("26_backward_by_hand", sys.argv)
 L.section("The forward, as the four-linear-layers article writes it, and the loss")
 X = L.load("X").requires_grad_()                                # [B, T, E]
 G = L.load("G")                                                 # dloss/doutput
