@@ -22,9 +22,8 @@
 #include "support/grad_check.hpp"
 #include "support/lesson.hpp"
 
-using lesson::D2, lesson::D3, lesson::D4;  // xt::xtensor<double, N>
-using lesson::dbl, lesson::each_head, lesson::over_rows, lesson::rows_times;
-using lesson::sci, lesson::worst_fd;
+using lesson::D2, lesson::D3, lesson::D4, lesson::sci;  // Dn: xt::xtensor<double, n>
+using lesson::dbl, lesson::each_head, lesson::over_rows, lesson::rows_times, lesson::worst_fd;
 
 int main(int argc, char** argv) {
     lesson::Info info;
