@@ -1,11 +1,10 @@
 // Lesson 32 (past the articles): multi-head latent attention (DeepSeek-V2).
 //
-// Adds: K and V made from a latent c_kv of d_c numbers per token, which with one RoPE
-// key k_r of d_R shared by every head is all a decoder caches: d_c + d_R numbers per
-// token and layer, where the KV cache (kv_cache lesson) holds 2 H D. Written out twice:
-// the explicit form rebuilds every head's K and V from the latent; the absorbed form
-// folds W_UK into the query and W_UV into the output layer and attends to the latent
-// itself. RoPE gets a key of its own so that the fold stays possible.
+// Adds: K and V made from a latent c_kv of d_c numbers per token; with one RoPE key k_r
+// of d_R shared by all heads, all a decoder caches (the kv_cache lesson's cache: 2 H D).
+// Written out twice: the explicit form rebuilds each head's K and V from the latent; the
+// absorbed form folds W_UK into the query and W_UV into the output layer and attends to
+// the latent itself. RoPE has a key of its own so that the fold stays possible.
 // Mirrors: DeepSeek-V2's attention, kv_a_proj_with_mqa, kv_b_proj, q_a_proj, q_b_proj.
 //
 // B = batch, T = time, E = d_model, H = heads, D = E / H, d_c = latent, d_R = RoPE key,
@@ -17,6 +16,7 @@
 
 #include <xtensor/xbroadcast.hpp>
 #include <xtensor/xbuilder.hpp>
+#include <xtensor/xview.hpp>
 
 #include "mha/attend.hpp"
 #include "mha/heads.hpp"
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "32_latent_attention";
     info.summary = "multi-head latent attention: K and V from a small cached latent";
-    info.dump_mb = 201.3;
+    info.dump_mb = 204.7;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         using lesson::fixed, lesson::sci, mha::Tensor3, mha::Tensor4;
@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
         mha::Rng rng(L.opt.seed);
         const Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]
         const mha::Mask causal = mha::causal_mask(T, T);
+        L.dump("X0", xt::view(X, xt::range(0, 1))), L.dump("w_dq", m.w_dq);  // lessons/pytorch/
+        L.dump("w_uq", m.w_uq), L.dump("w_qr", m.w_qr), L.dump("w_dkv", m.w_dkv);
+        L.dump("w_uk", m.w_uk), L.dump("w_uv", m.w_uv), L.dump("w_kr", m.w_kr), L.dump("w_o", m.w_o);
 
         L.section("1. The latent: what a decoder caches");
         SHOWN(L, const Tensor3 c = linear_no_bias(X, m.w_dkv));
@@ -81,8 +84,7 @@ int main(int argc, char** argv) {
                "k = torch.cat([k_nope, k_pe.expand(B, H, T, d_R)], dim=-1)");
 
         L.section("4. Explicit: the articles' attention over keys of D + d_R");
-        const Tensor4 q = cat(q_c, q_r);  // [B, H, T, D + d_R]
-        // scaled_scores divides by sqrt(D + d_R), the width of q and k, as the paper does
+        const Tensor4 q = cat(q_c, q_r);  // [B, H, T, D + d_R]: scores over sqrt(D + d_R)
         SHOWN(L, const Tensor4 w = softmax(mha::apply_mask(mha::scaled_scores(q, k), causal)));
         L.step("weights, scores over sqrt(D + d_R)", "w", w, "B, H, T, T",
                "w = softmax(q @ k.mT / math.sqrt(D + d_R) + causal, dim=-1)");
