@@ -19,10 +19,16 @@ std::size_t KVCache::bytes() const {
 }
 
 KVCache make_cache(const MultiHeadAttention& m, std::size_t batch, std::size_t capacity) {
-    require_nonzero({batch, capacity}, "make_cache [B, capacity]");
+    return make_cache(m.num_kv_heads(), m.head_dim(), batch, capacity);
+}
+
+KVCache make_cache(std::size_t num_kv_heads, std::size_t head_dim, std::size_t batch,
+                   std::size_t capacity) {
+    require_nonzero({batch, num_kv_heads, capacity, head_dim},
+                    "make_cache [B, H_kv, capacity, D]");
     KVCache c;
-    c.k = xt::zeros<float>({batch, m.num_kv_heads(), capacity, m.head_dim()});
-    c.v = xt::zeros<float>({batch, m.num_kv_heads(), capacity, m.head_dim()});
+    c.k = xt::zeros<float>({batch, num_kv_heads, capacity, head_dim});
+    c.v = xt::zeros<float>({batch, num_kv_heads, capacity, head_dim});
     return c;
 }
 

@@ -47,6 +47,16 @@ struct KVCache {
 /// @return         length 0, K and V `[B, H_kv, capacity, D]`
 KVCache make_cache(const MultiHeadAttention& m, std::size_t batch, std::size_t capacity);
 
+/// The same from the sizes alone, for a model that is not made here (a
+/// large one whose cache is only counted).
+/// @param num_kv_heads H_kv, at least 1
+/// @param head_dim     D, at least 1
+/// @param batch        B, at least 1
+/// @param capacity     the most positions it will hold, at least 1
+/// @return             length 0, K and V `[B, H_kv, capacity, D]`
+KVCache make_cache(std::size_t num_kv_heads, std::size_t head_dim, std::size_t batch,
+                   std::size_t capacity);
+
 /// An empty cache whose positions are turned by @p rope: prefill() and
 /// decode() through it equal the causal forward with RoPE
 /// (`forward_stages(x, x, x, Mods{{}, causal_mod(), kNegInf, rope})`).
