@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
         };
 
         L.section("Earlier stages, by the core");
+        std::printf("S = %zu sinks, window W = %zu, H_kv = %zu kv heads; RoPE\n", S, W,
+                    H_kv);
         mha::Rng rng(L.opt.seed);
         const mha::Tensor3 X = mha::randn(B, T, E, rng);  // [B, T, E]: the whole sequence
         const mha::MultiHeadAttention m(E, H, H_kv, mha::Init::xavier(L.opt.seed));
