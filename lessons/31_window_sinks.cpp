@@ -54,12 +54,12 @@ int main(int argc, char** argv) {
         L.code("keep = (j <= i) & ((j < S) | (j > i - W))  # and RoPE on q, k");
         SHOWN(L, const mha::Stages full = m.forward_stages(X, X, X, mods));
         L.recap("the masked forward, all T", "full.output", full.output, "B, T, E");
-        const std::size_t r = std::min<std::size_t>(T, 16);  // the rows drawn
+        const std::size_t r = 12;  // the first positions, drawn whatever T
         std::vector<std::vector<float>> grid(r, std::vector<float>(r));
         for (std::size_t i = 0; i < r; ++i)  // the mask_mod, asked cell by cell
             for (std::size_t j = 0; j < r; ++j) grid[i][j] = mods.mask_mod(0, 0, i, j);
-        L.mask_picture("sinks S + window W, 1 = may attend", "sinks_window_mask", grid,
-                       "query position", "key position");
+        L.mask_picture("sinks S + window W, 1 = may attend, positions 0..11",
+                       "sinks_window_mask", grid, "query", "key");
 
         L.section("1. A cache of S + W slots, allocated once");
         SHOWN(L, mha::RollingCache cache = mha::make_rolling_cache(m, B, S, W, rope));
