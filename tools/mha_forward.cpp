@@ -49,6 +49,7 @@
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
 #include "mha/variants/mods.hpp"
+#include "mha/variants/rolling_cache.hpp"
 #include "mha/variants/rope.hpp"
 
 namespace {
@@ -79,7 +80,7 @@ masks, the articles' polarity (1 = may attend):
 more:
   --num-kv-heads G   grouped-query attention: G key/value heads, G divides H
   --no-weights       need_weights=False: tiled, writes only output.npy
-  --incremental      self-attention through a KV cache, causal; only output.npy
+  --incremental      via a KV cache, causal (with --window: S + W slots); output.npy only
   --grad-output G.npy  dL/d output (or logits): also every gradient as PyTorch
                      names it (in_proj_weight.grad.npy ..., query.grad.npy)
 
@@ -91,7 +92,7 @@ variants (docs: variants page), self-attention:
   --alibi          ALiBi: score - m_h (i - j), m_h = 2^(-8h/H) (BLOOM, MPT)
   --softcap C      C tanh(score / C) before ALiBi and the masks (Gemma 2: 50)
   --rope interleaved|half  RoPE on q and k: pairs (2p, 2p+1) as llama2.c, or
-                   (p, p+D/2) as Hugging Face; --incremental caches keys turned
+                   (p, p+D/2) as Hugging Face (cached turned by --incremental)
   --rope-theta X   RoPE's base (10000)
 )";
 
@@ -178,11 +179,10 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
             throw Bad(std::string("--grad-output: the backward has no ") + flag +
                       " (it has the masks and --alibi)");
     if (args.count("--incremental")) {
-        for (const char* flag :
-             {"--window", "--sinks", "--prefix", "--documents", "--alibi", "--softcap"})
+        for (const char* flag : {"--prefix", "--documents", "--alibi", "--softcap"})
             if (args.count(flag))
-                throw Bad(std::string("--incremental decodes through a causal cache: no ") + flag +
-                          " (--rope, yes)");
+                throw Bad(std::string("--incremental has no ") + flag +
+                          " (it takes --rope, --window, --sinks)");
         if (args.count("--key")) throw Bad("--incremental is self-attention: no --key, --value");
         for (const char* mask : {"--attn-mask", "--key-padding-mask", "--keep-mask"})
             if (args.count(mask))
@@ -245,9 +245,16 @@ mha::Tensor3 load_input(const std::string& path, const std::string& what, std::s
 // Self-attention one position at a time: each decode() step attends to the
 // positions before it through the cache, which is what a causal mask does.
 // With RoPE the cache holds the keys turned.
+// With --window W (and --sinks S) the cache is the rolling one of S + W
+// slots (variants/rolling_cache.hpp), which never grows.
 mha::Tensor3 incremental(const mha::MultiHeadAttention& m, const mha::Tensor3& x,
-                         const std::optional<mha::Rope>& rope) {
+                         const std::optional<mha::Rope>& rope, std::size_t window,
+                         std::size_t sinks) {
     const std::size_t B = x.shape(0), T = x.shape(1), E = x.shape(2);
+    if (window > 0) {
+        mha::RollingCache rolling = mha::make_rolling_cache(m, B, sinks, window, rope);
+        return mha::decode_rolling(m, x, rolling);  // [B, T, E], a position at a time
+    }
     mha::KVCache cache = rope ? mha::make_cache(m, B, T, *rope)  // K, V [B, H_kv, T, D]
                               : mha::make_cache(m, B, T);
     mha::Tensor3 y = mha::Tensor3::from_shape({B, T, E});
@@ -403,13 +410,10 @@ int mha_forward_main(int argc, char** argv) {
         if (args.count("--keep-mask")) add(mha::load_keep_mask(at("--keep-mask"), B, H, Tq, Tk));
         // The variants' masks and ALiBi as tensors, so that every path below
         // (the engine, the tiles, the backward) takes them
-        if (args.count("--window")) {
-            const std::size_t W = parse_heads("--window", at("--window"));
-            add(mha::mask_of(args.count("--sinks")
-                                 ? mha::sinks_window(parse_heads("--sinks", at("--sinks")), W)
-                                 : mha::sliding_window(W),
-                             1, 1, Tq, Tk));  // [1, 1, Tq, Tk]
-        }
+        // (--window W alone is sinks_window(0, W), the same mask as sliding_window(W))
+        const std::size_t W = args.count("--window") ? parse_heads("--window", at("--window")) : 0;
+        const std::size_t S = args.count("--sinks") ? parse_heads("--sinks", at("--sinks")) : 0;
+        if (W > 0) add(mha::mask_of(mha::sinks_window(S, W), 1, 1, Tq, Tk));  // [1, 1, Tq, Tk]
         if (args.count("--prefix"))
             add(mha::mask_of(mha::prefix_lm(parse_heads("--prefix", at("--prefix"))), 1, 1, Tq,
                              Tk));
@@ -467,7 +471,7 @@ int mha_forward_main(int argc, char** argv) {
         }
         if (args.count("--incremental") || args.count("--no-weights")) {
             const mha::Tensor3 y =
-                args.count("--incremental") ? incremental(m, q, rope)
+                args.count("--incremental") ? incremental(m, q, rope, W, S)
                 : only_causal ? m.forward_no_weights(q, k, v, mha::causal)
                               : m.forward_no_weights(q, k, v, keep ? &*keep : nullptr, fill,
                                                      masks.bias_ptr());

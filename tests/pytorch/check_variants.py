@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The variants of today's models, against PyTorch: mha_forward's --window,
 --sinks, --prefix, --documents, --alibi, --softcap and --rope (both conventions, a theta,
-through the KV cache with --incremental), alone and combined, with
+through the KV cache with --incremental; --window and --sinks through the rolling
+cache), alone and combined, with
 grouped-query attention.
 
     /usr/bin/python3 tests/pytorch/check_variants.py build/tools/mha_forward
@@ -150,6 +151,15 @@ with torch.no_grad():
             want = attend(state, x, H, H_kv, keep=causal, rope_style=style)[0]
             got, _ = run(state, H, x, f"{kv} --rope {style} --incremental")
             results.append((f"H={H} H_kv={H_kv} --rope {style} --incremental", want, got))
+        # the rolling cache of S + W slots, decoding T = 11 positions: it wraps
+        for flags, kw in [("--window 3 --incremental", dict(keep=window(3))),
+                          ("--window 4 --sinks 2 --incremental", dict(keep=sinks(2, 4))),
+                          ("--window 3 --sinks 1 --rope half --incremental",
+                           dict(keep=sinks(1, 3), rope_style="half")),
+                          ("--window 16 --sinks 2 --rope interleaved --incremental",
+                           dict(keep=causal, rope_style="interleaved"))]:
+            got, _ = run(state, H, x, f"{kv} {flags}")
+            results.append((f"H={H} H_kv={H_kv} {flags}", attend(state, x, H, H_kv, **kw)[0], got))
 
 worst = 0.0
 for name, theirs, ours in results:
