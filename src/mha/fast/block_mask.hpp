@@ -19,9 +19,12 @@ namespace mha::fast {
 /// the mask applied inside).
 enum class Tile : unsigned char { empty, partial, full };
 
-/// Tile rows and columns of the engine's block mask: the tiled forward's
-/// query blocks, and a quarter of its key blocks.
-inline constexpr std::size_t kTileRows = 64, kTileCols = 64;
+/// Query rows per tile of the engine's block mask: the tiled forward's
+/// query blocks.
+inline constexpr std::size_t kTileRows = 64;
+/// Keys per tile of the engine's block mask: a quarter of the tiled
+/// forward's key blocks.
+inline constexpr std::size_t kTileCols = 64;
 
 /// A mask seen a tile at a time, as FlexAttention's block mask: made once
 /// per call, read by every (sequence, head) that shares the mask's slice.
