@@ -58,6 +58,10 @@ int run_decode();
 /// its peak memory against the tensors that must exist. @return the exit code
 int run_long();
 
+/// `mha_bench --masks`: the teaching core's mask stage against its old
+/// direct loop. @return the exit code
+int run_masks();
+
 /// `mha_bench --model`: a training step of the language model against the
 /// sgemm roofline. @return the exit code
 int run_model();

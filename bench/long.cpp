@@ -9,12 +9,15 @@
 // resident memory against the tensors that must exist: the input, Q, K, V,
 // the context and the output, [T, E] each, and the parameters. The peak is
 // the whole process's (its code and libraries too), after the memory that
-// the smaller T left for reuse has been handed back.
+// the smaller T left for reuse has been handed back. Last, a sliding window
+// W = 1024 at T = 16384: its time against its computed tiles' FLOPs at the
+// causal run's speed (the block mask's skipping at work).
 #include <cstdio>
 #include <vector>
 
 #include "common.hpp"
 #include "mha/attention.hpp"
+#include "mha/fast/block_mask.hpp"
 #include "mha/fast/memory.hpp"
 
 namespace bench {
@@ -24,6 +27,47 @@ namespace {
 constexpr std::size_t kE = 512, kH = 8;
 
 double causal_flops(double T) { return 8 * T * kE * kE + 2 * kE * T * (T + 1); }
+
+// The FLOPs of a forward that computes @p tiles tiles of 64 x 64 scores per
+// head: the four layers, and Q K^T and weights x V over every computed
+// tile's elements (2 D each, H heads: 2 E per product).
+double tile_flops(double T, double tiles) { return 8 * T * kE * kE + 4 * kE * tiles * 64 * 64; }
+
+// A sliding window W = 1024 at T = 16384, through its mask tensor: its
+// time against what its computed tiles' FLOPs cost at the speed of the full
+// causal run at T = 16384 (its own tiles counted the same way), the two
+// timed in turns, the ratio the median of each turn's. The block mask's
+// scan of the [T, T] bools is part of every call, and timed alone too.
+void window_line(const mha::MultiHeadAttention& m) {
+    constexpr std::size_t T = 16384, W = 1024;
+    mha::Rng rng(5);
+    const mha::Tensor3 x = mha::randn(1, T, kE, rng);
+    // [1, 1, T, T]: 268 MB of bools, made once, outside the timing
+    mha::Mask mask({1, 1, T, T});
+    const mha::MaskMod window = mha::sliding_window(W);
+    for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 0; j < T; ++j) mask(0, 0, i, j) = window(0, 0, i, j);
+    const double causal_tiles = double(mha::fast::causal_block_mask(T, T, 0).computed());
+    const mha::fast::BlockMask bm = mha::fast::block_mask(mask, T, T);
+    const double scan_s = median_seconds([&] { mha::fast::block_mask(mask, T, T); });
+    auto causal = [&] { m.forward_no_weights(x, x, x, mha::causal); };
+    auto windowed = [&] { m.forward_no_weights(x, x, x, &mask); };
+    windowed();  // warm-up
+    // seconds per FLOP of the causal run's tiles, times the window's FLOPs
+    const double flops_ratio = tile_flops(T, double(bm.computed())) / tile_flops(T, causal_tiles);
+    std::vector<double> s, c, ratio;
+    for (int r = 0; r < g_runs; ++r) {
+        c.push_back(seconds(causal));
+        s.push_back(seconds(windowed));
+        ratio.push_back(s.back() / (c.back() * flops_ratio));
+    }
+    std::printf("  window W%zu: %zu of %zu tiles computed (causal: %.0f), block mask scan "
+                "%.4f s;\n  in turns with the causal run (median %.3f s): at its speed the "
+                "window's tiles\n  would take %.4f s\n", W, bm.computed(), bm.total(),
+                causal_tiles, scan_s, median(c), median(c) * flops_ratio);
+    std::printf("window W%zu T%zu: median %.3f s, %.2fx its tiles' FLOPs\n", W, T, median(s),
+                median(ratio));
+}
 
 }  // namespace
 
@@ -64,6 +108,7 @@ int run_long() {
     }
     std::printf("\nno-weights T16384 B1 h8 causal: median %.3f s, peak RSS %.0f MB, %.2fx the "
                 "tensors that must exist\n", last_s, last_rss, last_ratio);
+    window_line(m);
     return 0;
 }
 

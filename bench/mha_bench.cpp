@@ -1,12 +1,13 @@
 // mha_bench: how fast the core is, against this machine's own limit.
 //
-//   mha_bench [--article | --decode | --long | --model] [--runs N]
+//   mha_bench [--article | --decode | --long | --model | --masks] [--runs N]
 //
 // --model (model.cpp): a training step of the language model of
 // src/mha/model/ against the sgemm roofline.
 // --decode (decode.cpp): decoding through the KV cache against the memory
 // bandwidth. --long (long.cpp): the forward without weights up to
 // T = 16384, its peak memory against the tensors that must exist.
+// --masks (masks.cpp): the teaching core's mask stage against its old loop.
 // Without either:
 // 1. The sgemm peak: one large single-precision gemm (2048^3), measured
 //    here, in this run, through the BLAS (its kernels named: an environment
@@ -143,7 +144,7 @@ void row(const char* what, double seconds, double flops, double peak) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool article_only = false, decode = false, long_t = false, model = false;
+    bool article_only = false, decode = false, long_t = false, model = false, masks = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--article") == 0) {
             article_only = true;
@@ -153,6 +154,8 @@ int main(int argc, char** argv) {
             long_t = true;
         } else if (std::strcmp(argv[i], "--model") == 0) {
             model = true;
+        } else if (std::strcmp(argv[i], "--masks") == 0) {
+            masks = true;
         } else if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
             g_runs = std::atoi(argv[++i]);
             if (g_runs < 5 || g_runs > 1000) {
@@ -161,20 +164,21 @@ int main(int argc, char** argv) {
             }
         } else {
             std::fprintf(stderr, "mha_bench: unknown argument '%s' (usage: mha_bench "
-                                 "[--article | --decode | --long | --model] [--runs N])\n",
+                                 "[--article | --decode | --long | --model | --masks] [--runs N])\n",
                          argv[i]);
             return 2;
         }
     }
-    if (article_only + decode + long_t + model > 1) {
-        std::fprintf(stderr, "mha_bench: --article, --decode, --long and --model go one at a "
-                             "time\n");
+    if (article_only + decode + long_t + model + masks > 1) {
+        std::fprintf(stderr, "mha_bench: --article, --decode, --long, --model and --masks go "
+                             "one at a time\n");
         return 2;
     }
     try {
         if (decode) return bench::run_decode();
         if (long_t) return bench::run_long();
         if (model) return bench::run_model();
+        if (masks) return bench::run_masks();
         std::printf("sgemm peak: ");
         std::fflush(stdout);
         double peak = 0;

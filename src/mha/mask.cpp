@@ -101,10 +101,12 @@ Tensor4 apply_mask(const Tensor4& scores, const Mask& mask, float fill) {
     const std::size_t Tq = scores.shape(2), Tk = scores.shape(3);
     require_nonzero({B, H, Tq, Tk}, "apply_mask scores [B, H, Tq, Tk]");
     check_mask(mask, B, H, Tq, Tk);
-    // A mask tensor is one mask_mod: the flag of (b, h, q, k), broadcast
-    const MaskMod read = [&mask](std::size_t b, std::size_t h, std::size_t q,
-                                 std::size_t k) { return mask_row(mask, b, h, q)[k]; };
-    return apply_mask_mod(scores, read, fill);  // [B, H, Tq, Tk]
+    // A mask tensor is one mask_mod: the flag of (b, h, q, k), broadcast.
+    // Handed over as a lambda, not a MaskMod, so that it is called in place.
+    const auto read = [&mask](std::size_t b, std::size_t h, std::size_t q, std::size_t k) {
+        return mask_row(mask, b, h, q)[k];
+    };
+    return apply_mask_with(scores, read, fill);  // [B, H, Tq, Tk]
 }
 
 Mask from_torch_bool(const Mask& masked_out) {

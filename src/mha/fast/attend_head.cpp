@@ -12,6 +12,7 @@
 #include "mha/fast/memory.hpp"
 
 #include "mha/fast/blas.hpp"
+#include "mha/fast/block_mask.hpp"
 #include "mha/fast/packed_gemm.hpp"
 #include "mha/fast/softmax.hpp"
 
@@ -99,14 +100,17 @@ std::size_t block_columns(const Head& x, std::size_t b, std::size_t h, std::size
     return cols;
 }
 
-// Bias, mask and the causal limit on one row: keys j0 .. j0+cols-1 of query i.
-void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
-                   std::size_t j0, const HeadSizes& s, const Mask* mask, float fill,
-                   const Tensor4* score_bias) {
-    if (score_bias != nullptr) {
-        const float* add = broadcast_row(*score_bias, b, h, i) + j0;
-        for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
-    }
+// The score bias on one row: keys j0 .. j0+cols-1 of query i.
+void add_bias(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
+              std::size_t j0, const Tensor4* score_bias) {
+    if (score_bias == nullptr) return;
+    const float* add = broadcast_row(*score_bias, b, h, i) + j0;
+    for (std::size_t j = 0; j < cols; ++j) row[j] += add[j];
+}
+
+// The mask and the causal limit on one row: keys j0 .. j0+cols-1 of query i.
+void mask_part(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
+               std::size_t j0, const HeadSizes& s, const Mask* mask, float fill) {
     if (mask != nullptr) {
         // The bools read as bytes (which they are): the compiler then does
         // 16 at a time without a branch, which it does not for bool, and a
@@ -118,6 +122,14 @@ void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, s
         const std::size_t last = i + s.causal;  // the last key query i sees
         for (std::size_t j = last + 1 > j0 ? last + 1 - j0 : 0; j < cols; ++j) row[j] = kNegInf;
     }
+}
+
+// Bias, mask and the causal limit on one row: keys j0 .. j0+cols-1 of query i.
+void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
+                   std::size_t j0, const HeadSizes& s, const Mask* mask, float fill,
+                   const Tensor4* score_bias) {
+    add_bias(row, cols, b, h, i, j0, score_bias);
+    mask_part(row, cols, b, h, i, j0, s, mask, fill);
 }
 
 }  // namespace
@@ -195,9 +207,17 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
     }
 }
 
-void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
-                       const Mask* mask, float fill, const Tensor4* score_bias) {
+std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
+                              const Mask* mask, float fill, const Tensor4* score_bias,
+                              const BlockMask& bm) {
     const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
+    const std::size_t C = bm.cols;  // keys per tile of the block mask
+    if (bm.rows != kRowBlock || kKeyBlock % C != 0 || bm.q_blocks * kRowBlock < Tq ||
+        bm.k_blocks * C < Tk) {
+        fail("attend_head_tiled: the block mask's tiles do not fit the engine's");
+    }
+    // Empty tiles are skipped only where a hidden key's weight is exactly 0
+    const bool may_skip = fill == kNegInf;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
     const auto [kt, vp] = pack_kv(x, s);
     // This thread's tile [64, 256], accumulator [64, D], a block's weights
@@ -209,14 +229,34 @@ void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSi
     float* const part = acc + kRowBlock * D;
     float* const m = part + kRowBlock * D;
     float* const l = m + kRowBlock;
-    for (std::size_t i0 = 0; i0 < Tq; i0 += kRowBlock) {
-        const std::size_t rows = std::min(kRowBlock, Tq - i0);
-        const std::size_t visible = block_columns(x, b, h, i0, rows, s, mask, fill, v_bad);
+    std::size_t computed = 0;  // block-mask tiles computed
+    // Whether tile (qb, kb) is computed: not when empty and skippable, and
+    // never short of a NaN or Inf in V, which 0 weights must meet.
+    auto skipped = [&](std::size_t qb, std::size_t kb) {
+        if (bm.at(b, h, qb, kb) != Tile::empty || !may_skip) return false;
+        if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, Ekv);
+        return kb * C >= v_bad;
+    };
+    for (std::size_t qb = 0; qb * kRowBlock < Tq; ++qb) {
+        const std::size_t i0 = qb * kRowBlock, rows = std::min(kRowBlock, Tq - i0);
         std::fill(acc, acc + rows * D, 0.0f);
         std::fill(m, m + rows, kNegInf);
         std::fill(l, l + rows, 0.0f);
-        for (std::size_t j0 = 0; j0 < visible; j0 += kKeyBlock) {
-            const std::size_t cols = std::min(kKeyBlock, visible - j0);
+        for (std::size_t kb = 0; kb < bm.k_blocks;) {
+            if (skipped(qb, kb)) {
+                ++kb;
+                continue;
+            }
+            // Up to 256 keys of tiles computed one after another: one product
+            std::size_t partial[kKeyBlock / kTileCols];  // which of them mask
+            std::size_t n_tiles = 0, n_partial = 0;
+            const std::size_t j0 = kb * C;
+            for (; n_tiles < kKeyBlock / C && kb < bm.k_blocks && !skipped(qb, kb);
+                 ++n_tiles, ++kb) {
+                if (bm.at(b, h, qb, kb) != Tile::full) partial[n_partial++] = n_tiles;
+            }
+            computed += n_tiles;
+            const std::size_t cols = std::min(Tk, kb * C) - j0;
             // 1) this tile's scores: [rows, D] x [D, cols], times 1/sqrt(D)
             if (kt != nullptr) {
                 packed_gemm(x.q + i0 * E, E, rows, D, kt + j0 * D, D, cols, tile, kKeyBlock,
@@ -225,11 +265,16 @@ void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSi
                 gemm({x.q + i0 * E, rows, D, E}, false, {x.k + j0 * Ekv, cols, D, Ekv}, true,
                      tile, kKeyBlock, s.scale);
             }
-            // 2) per row: the new max, the old sum and weighted values
-            //    rescaled by e^{m_old - m_new}, this tile's e^{s - m_new}
+            // 2) per row: the bias, the mask inside the partial tiles only,
+            //    the new max, the old sum and weighted values rescaled by
+            //    e^{m_old - m_new}, this tile's e^{s - m_new}
             for (std::size_t r = 0; r < rows; ++r) {
                 float* row = tile + r * kKeyBlock;
-                bias_and_mask(row, cols, b, h, i0 + r, j0, s, mask, fill, score_bias);
+                add_bias(row, cols, b, h, i0 + r, j0, score_bias);
+                for (std::size_t p = 0; p < n_partial; ++p) {
+                    const std::size_t off = partial[p] * C, n = std::min(C, cols - off);
+                    mask_part(row + off, n, b, h, i0 + r, j0 + off, s, mask, fill);
+                }
                 float mx = m[r];
                 for (std::size_t j = 0; j < cols; ++j) mx = std::max(mx, row[j]);
                 if (mx == kNegInf) {  // nothing to see yet, unless a NaN hides
@@ -262,6 +307,7 @@ void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSi
             for (std::size_t d = 0; d < D; ++d) out[d] = acc[r * D + d] / div;
         }
     }
+    return computed;
 }
 
 }  // namespace mha::fast

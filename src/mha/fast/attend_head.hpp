@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "mha/fast/block_mask.hpp"
 #include "mha/mask.hpp"
 
 namespace mha::fast {
@@ -106,9 +107,11 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
 /// query rows walks the keys a block at a time with a running max and sum
 /// per row, rescaling its accumulated weights x V by \f$e^{m_{old} - m_{new}}\f$
 /// as the max grows (the online softmax, mha::tiled_attention()). At most a
-/// `[64, 256]` tile of scores exists; key blocks a causal mask hides are
-/// skipped whole. The same context as attend_head() within float rounding,
-/// with its policy for fully masked rows and NaN.
+/// `[64, 256]` tile of scores exists. The block mask @p tiles says which
+/// 64 x 64 tiles to skip (empty, under the -inf fill, unless V holds a NaN
+/// or an Inf at or past them) and where to apply the mask (partial); full
+/// tiles are computed without it. The same context as attend_head() within
+/// float rounding, with its policy for fully masked rows and NaN.
 /// @param x    the head's blocks; x.weights is not used
 /// @param b    the sequence, for the mask and the score bias
 /// @param h    the head, for the mask and the score bias
@@ -116,8 +119,12 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
 /// @param mask nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
 /// @param fill what masked scores become
 /// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
-void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
-                       const Mask* mask, float fill, const Tensor4* score_bias);
+/// @param tiles the block mask of @p mask and the causal limit of @p s,
+///              with 64-row tiles (kTileRows) whose keys divide 256
+/// @return     the block-mask tiles computed for this head
+std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h,
+                              const HeadSizes& s, const Mask* mask, float fill,
+                              const Tensor4* score_bias, const BlockMask& tiles);
 
 /// @}
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mha/fast/attend_head.hpp"
+#include "mha/fast/block_mask.hpp"
 #include "mha/fast/memory.hpp"
 #include "mha/fast/packed_gemm.hpp"
 #include "mha/fast/parallel.hpp"
@@ -35,6 +36,7 @@ struct Job {
     HeadSizes head;
     bool packed;  // K^T and V packed per head for the packed kernels
     bool self;    // query, key and value are one tensor
+    const BlockMask* tiles;  // without weights: the mask's tiles, made once per call
 };
 
 // The chunks of one call: where each starts, and how the cores share them.
@@ -72,6 +74,27 @@ Plan plan_chunks(std::size_t B, std::size_t Tq, std::size_t Tk) {
     return p;
 }
 
+// The block mask of a call: its mask tensor's (a scan of every bool), the
+// causal limit's (from the corners), both (a tile is empty when either is,
+// full when both are), or every tile full.
+BlockMask block_mask_of(const Call& in, std::size_t Tq, std::size_t Tk) {
+    if (in.mask == nullptr)
+        return in.causal ? causal_block_mask(Tq, Tk, 0) : full_block_mask(Tq, Tk);
+    BlockMask bm = block_mask(*in.mask, Tq, Tk);
+    if (!in.causal) return bm;
+    const BlockMask c = causal_block_mask(Tq, Tk, 0);
+    bm.empty = bm.partial = bm.full = 0;
+    for (std::size_t i = 0; i < bm.tiles.size(); ++i) {
+        Tile& t = bm.tiles[i];
+        const Tile u = c.tiles[i % c.tiles.size()];  // one causal slice for all
+        t = t == Tile::empty || u == Tile::empty ? Tile::empty
+            : t == Tile::full && u == Tile::full ? Tile::full
+                                                 : Tile::partial;
+        ++(t == Tile::empty ? bm.empty : t == Tile::full ? bm.full : bm.partial);
+    }
+    return bm;
+}
+
 // Scores, mask, softmax and weights x V for every (sequence, head) pair of
 // the chunk of n sequences from b0, each independent of the others. With
 // one chunk at a time on every core, each core takes the next pair nobody
@@ -96,7 +119,7 @@ void attend_heads(const Job& job, const Rows& rows, std::size_t b0, std::size_t 
                             job.in.score_bias);
             } else {
                 attend_head_tiled(head, b0 + b, h, job.head, job.in.mask, job.in.fill,
-                                  job.in.score_bias);
+                                  job.in.score_bias, *job.tiles);
             }
         }
     });
@@ -148,9 +171,11 @@ void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool 
     const Projections layers(m.wq, m.wk, m.wv, m.w_o, packed);
     const float scale = 1.0f / std::sqrt(static_cast<float>(m.head_dim()));
     const bool self = in.query.data() == in.key.data() && in.key.data() == in.value.data();
+    // Without weights, the tiles: each classified once for the whole call
+    const BlockMask tiles = in.weights ? BlockMask() : block_mask_of(in, Tq, Tk);
     const Job job{in, layers, t, B, Tq, Tk, E, H, Ekv, H / m.num_kv_heads(),
                   {Tq, Tk, m.head_dim(), E, Ekv, scale, in.causal ? 0 : kNotCausal}, packed,
-                  self};
+                  self, &tiles};
 
     const Plan plan = plan_chunks(B, Tq, Tk);
     // Each worker takes the next chunk nobody has taken, so a core that runs

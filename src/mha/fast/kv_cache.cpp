@@ -94,6 +94,7 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
             }
         });
     } else {  // a prompt: per (sequence, head), in tiles (no [T, S] weights)
+        const BlockMask tiles = causal_block_mask(T, S, L);
         parallel_for(std::min(B * H, worker_count()), [&](std::size_t, std::size_t) {
             Buffer panels(packed ? panel_floats(S, D) : 0);
             for (std::size_t bh; (bh = next_pair++) < B * H;) {
@@ -105,7 +106,7 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
                 const Head head{qh, kc, vc, ch, nullptr, packed ? panels.data() : nullptr};
                 // causal: new position t sees the L cached ones and 0..t of its own
                 attend_head_tiled(head, b, h, {T, S, D, E, D, scale, L}, nullptr, kNegInf,
-                                  nullptr);
+                                  nullptr, tiles);
             }
         });
     }

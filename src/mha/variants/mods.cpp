@@ -11,16 +11,7 @@
 namespace mha {
 
 Tensor4 apply_mask_mod(const Tensor4& scores, const MaskMod& mask_mod, float fill) {
-    const std::size_t B = scores.shape(0), H = scores.shape(1);
-    const std::size_t Tq = scores.shape(2), Tk = scores.shape(3);
-    require_nonzero({B, H, Tq, Tk}, "apply_mask_mod scores [B, H, Tq, Tk]");
-    Tensor4 out = scores;  // [B, H, Tq, Tk]
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
-            for (std::size_t q = 0; q < Tq; ++q)
-                for (std::size_t k = 0; k < Tk; ++k)
-                    if (!mask_mod(b, h, q, k)) out(b, h, q, k) = fill;
-    return out;
+    return apply_mask_with(scores, mask_mod, fill);  // [B, H, Tq, Tk]
 }
 
 Tensor4 apply_score_mod(const Tensor4& scores, const ScoreMod& score_mod) {
