@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "mha/attention.hpp"
 #include "mha/backward.hpp"
 #include "mha/init.hpp"
 #include "mha/tiled_backward.hpp"
@@ -41,8 +42,8 @@ double worst_relative(const mha::AttentionGrads& ours, const mha::AttentionGrads
                                     &ours.w_o.bias};
     const mha::Tensor1* b_want[] = {&want.wq.bias, &want.wk.bias, &want.wv.bias,
                                     &want.w_o.bias};
-    const mha::Tensor3* x_ours[] = {&ours.query, &ours.key, &ours.value};
-    const mha::Tensor3* x_want[] = {&want.query, &want.key, &want.value};
+    const mha::Tensor3* x_ours[] = {&ours.query, &ours.key, &ours.value, &ours.input};
+    const mha::Tensor3* x_want[] = {&want.query, &want.key, &want.value, &want.input};
     std::vector<std::pair<const float*, const float*>> pairs;  // (ours, want) data
     std::vector<std::size_t> sizes;
     for (int l = 0; l < 4; ++l) {
@@ -53,7 +54,7 @@ double worst_relative(const mha::AttentionGrads& ours, const mha::AttentionGrads
         pairs.push_back({b_ours[l]->data(), b_want[l]->data()});
         sizes.push_back(b_want[l]->size());
     }
-    for (int l = 0; l < 3; ++l) {
+    for (int l = 0; l < 4; ++l) {
         REQUIRE(x_ours[l]->shape() == x_want[l]->shape());
         pairs.push_back({x_ours[l]->data(), x_want[l]->data()});
         sizes.push_back(x_want[l]->size());
@@ -94,6 +95,7 @@ std::size_t nan_count(const mha::AttentionGrads& g) {
     count(g.query);
     count(g.key);
     count(g.value);
+    count(g.input);
     return n;
 }
 
@@ -246,4 +248,100 @@ TEST_CASE("tiled_attention_backward: shapes that do not fit, and block 0, are on
     const mha::Tensor4 k3 = tiled_bwd::normals(1, 3, 5, 8, rng);  // 3 does not divide 4
     CHECK_THROWS_AS(mha::tiled_attention_backward(q, k3, k3, q, q, lse, {}, mha::kNegInf, 2, 2),
                     std::invalid_argument);
+}
+
+// The engine: backward() given a trace_no_weights() runs the tiles of
+// src/mha/fast/tiled_backward.cpp; equal to the stages and to the teaching
+// backward_tiled() on sizes across its 64-row and 64-key tiles.
+TEST_CASE("backward() from trace_no_weights() equals backward_stages and backward_tiled" *
+          doctest::test_suite("oracle")) {
+    struct Case {
+        std::size_t B, Tq, Tk, E, H, H_kv;
+    };
+    const std::vector<Case> cases = {{2, 5, 5, 8, 2, 2},       {1, 64, 64, 16, 2, 1},
+                                     {1, 65, 130, 16, 4, 2},   {2, 129, 70, 32, 2, 2},
+                                     {1, 1, 1, 8, 2, 1},       {1, 200, 200, 32, 4, 1}};
+    std::uint64_t seed = 3750;
+    for (const Case& c : cases) {
+        mha::Rng rng(++seed);
+        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
+        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
+        std::vector<std::size_t> lengths;  // sequence 0 all padding: rows that see nothing
+        for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + 67 * b % c.Tk);
+        mha::Tensor4 bias({1, c.H, c.Tq, c.Tk});
+        for (float& x : bias) x = 0.5f * rng.normal();
+        const mha::Mask causal = mha::causal_mask(c.Tq, c.Tk);
+        const mha::Mask pad = mha::padding_mask(lengths, c.Tk);
+        const mha::Mask window = mha::mask_of(mha::sliding_window(40), c.B, c.H, c.Tq, c.Tk);
+        struct Masking {
+            const char* name;
+            const mha::Mask* mask;
+            float fill;
+            const mha::Tensor4* bias;
+        };
+        const Masking masks[] = {{"none", nullptr, mha::kNegInf, nullptr},
+                                 {"causal", &causal, mha::kNegInf, nullptr},
+                                 {"padding", &pad, mha::kNegInf, nullptr},
+                                 {"padding, fill -1e10", &pad, -1e10f, nullptr},
+                                 {"sliding window 40", &window, mha::kNegInf, nullptr},
+                                 {"causal + score bias", &causal, mha::kNegInf, &bias}};
+        for (const Masking& k : masks) {
+            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H); CAPTURE(c.H_kv);
+            CAPTURE(k.name);
+            const mha::AttentionGrads want =
+                mha::backward_stages(m, query, kv, kv, g_out, k.mask, k.fill, k.bias);
+            const mha::ForwardTrace t =
+                m.trace_no_weights(query, kv, kv, k.mask, k.fill, k.bias);
+            CHECK(t.weights.size() == 0);
+            const mha::AttentionGrads got =
+                mha::backward(m, t, query, kv, kv, g_out, k.mask, k.fill, k.bias);
+            CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+            if (k.bias == nullptr) {  // the teaching version has no score bias
+                const mha::MaskMod mod = k.mask ? mha::mask_mod_of(*k.mask) : mha::MaskMod{};
+                const mha::AttentionGrads taught =
+                    mha::backward_tiled(m, query, kv, kv, g_out, mod, k.fill);
+                CHECK(tiled_bwd::worst_relative(got, taught) < 1e-5);
+            }
+        }
+    }
+}
+
+TEST_CASE("backward_self_attention from trace_no_weights(mha::causal), no [T, T] tensor") {
+    for (std::size_t T : {7, 64, 150}) {
+        CAPTURE(T);
+        mha::Rng rng(3760 + T);
+        const mha::MultiHeadAttention m(32, 4, 2, mha::Init::xavier(3760));
+        const mha::Tensor3 x = mha::randn(2, T, 32, rng), g_out = mha::randn(2, T, 32, rng);
+        mha::ForwardTrace with;  // with the weights: the engine's other backward
+        m.trace_into(with, x, x, x, mha::causal);
+        const mha::AttentionGrads want =
+            mha::backward_self_attention(m, with, x, g_out, mha::causal);
+        const mha::ForwardTrace t = m.trace_no_weights(x, x, x, mha::causal);
+        CHECK(t.lse.shape() == mha::Tensor3::shape_type{2, 4, T});
+        const mha::AttentionGrads got = mha::backward_self_attention(m, t, x, g_out, mha::causal);
+        CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+    }
+}
+
+TEST_CASE("backward() from trace_no_weights(): NaN where backward_stages puts NaN") {
+    for (int where = 0; where < 3; ++where) {
+        CAPTURE(where);
+        mha::Rng rng(3770 + where);
+        const mha::MultiHeadAttention m(16, 2, 1, mha::Init::xavier(3770));
+        mha::Tensor3 query = mha::randn(1, 80, 16, rng), key = mha::randn(1, 80, 16, rng);
+        mha::Tensor3 value = mha::randn(1, 80, 16, rng);
+        const mha::Tensor3 g_out = mha::randn(1, 80, 16, rng);
+        mha::Tensor3* spoiled[] = {&query, &key, &value};
+        (*spoiled[where])(0, 70, 3) = NAN;  // in the second tile of 64
+        const mha::Mask causal = mha::causal_mask(80, 80);
+        const mha::AttentionGrads want =
+            mha::backward_stages(m, query, key, value, g_out, &causal);
+        const mha::ForwardTrace t = m.trace_no_weights(query, key, value, &causal);
+        const mha::AttentionGrads got = mha::backward(m, t, query, key, value, g_out, &causal);
+        CHECK(tiled_bwd::nan_count(want) > 0);
+        CHECK(tiled_bwd::nan_count(got) == tiled_bwd::nan_count(want));
+        CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+    }
 }

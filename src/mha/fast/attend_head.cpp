@@ -99,7 +99,8 @@ std::size_t block_columns(const Head& x, std::size_t b, std::size_t h, std::size
     return cols;
 }
 
-// Bias, mask and the causal limit on one row: keys j0 .. j0+cols-1 of query i.
+}  // namespace
+
 void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
                    std::size_t j0, const HeadSizes& s, const Mask* mask, float fill,
                    const Tensor4* score_bias) {
@@ -119,8 +120,6 @@ void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, s
         for (std::size_t j = last + 1 > j0 ? last + 1 - j0 : 0; j < cols; ++j) row[j] = kNegInf;
     }
 }
-
-}  // namespace
 
 std::size_t skip_block_rows(std::size_t Tk) {
     // Each block stops at the last key its own rows see, so smaller blocks
@@ -258,8 +257,11 @@ void attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSi
         //    and keeps acc: 0, or NaN where 0 met a NaN in V, as attend_head()
         for (std::size_t r = 0; r < rows; ++r) {
             float* out = x.context + (i0 + r) * E;
-            const float div = m[r] == kNegInf && !std::isnan(l[r]) ? 1.0f : l[r];
+            const bool none = m[r] == kNegInf && !std::isnan(l[r]);
+            const float div = none ? 1.0f : l[r];
             for (std::size_t d = 0; d < D; ++d) out[d] = acc[r * D + d] / div;
+            // what the backward rebuilds the weights from: -inf when none
+            if (x.lse != nullptr) x.lse[i0 + r] = none ? kNegInf : m[r] + std::log(l[r]);
         }
     }
 }
