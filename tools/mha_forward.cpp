@@ -79,8 +79,7 @@ masks, the articles' polarity (1 = may attend):
   --fill F           masked scores: -inf (default), or -1e10 as an article
 more:
   --num-kv-heads G   grouped-query attention: G key/value heads, G divides H
-  --no-weights       need_weights=False: tiled, writes only output.npy (and with
-                     --grad-output the gradients, from the tiled backward)
+  --no-weights       need_weights=False: tiled, no attn_weights.npy (tiled backward too)
   --incremental      self-attention through a KV cache, causal; only output.npy
   --grad-output G.npy  dL/d output (or logits): also every gradient as PyTorch
                      names it (in_proj_weight.grad.npy ..., query.grad.npy)
@@ -164,7 +163,7 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
     if (args.count("--key") != args.count("--value"))
         throw Bad("--key and --value go together: both, or neither for self-attention");
     if (args.count("--grad-output") && args.count("--incremental"))
-        throw Bad("--grad-output: the backward does not run through the cache: no --incremental");
+        throw Bad("--grad-output: the backward runs without the cache: no --incremental");
     if (args.count("--sinks") && !args.count("--window"))
         throw Bad("--sinks S keeps the first S keys beside a window: give --window W too");
     for (const char* flag : {"--causal", "--window", "--documents"})
