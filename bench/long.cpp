@@ -12,12 +12,28 @@
 // the smaller T left for reuse has been handed back. Last, a sliding window
 // W = 1024 at T = 16384: its time against its computed tiles' FLOPs at the
 // causal run's speed (the block mask's skipping at work).
+//
+// Then a training step's backward without weights at T = 8192 and 16384:
+// trace_no_weights(x, x, x, mha::causal) (the forward, keeping each row's
+// log-sum-exp L) and backward_self_attention(..., mha::causal), the
+// FlashAttention-2 tiles. Its FLOPs: the layers' backward, 16 T E^2 (dW and
+// dX of w_o, dW of wq, wk, wv and dX of the three), and per head 10 D per
+// (query, key it sees): S recomputed, dV, dP, dQ, dK, 2 D each, so
+// 5 E T (T + 1) in all. Each run is paired with a 2048^3 sgemm timed just
+// before it (the roofline: FLOPs / its GFLOP/s), the median of the pairs'
+// ratios printed. The tensors that must exist: x, Q, K, V, O (the context),
+// the output, dL/d output, dQ, dK, dV and dX, [T, E] each, L [H, T], and the
+// parameters with their gradients.
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "common.hpp"
 #include "mha/attention.hpp"
 #include "mha/fast/block_mask.hpp"
+#include "mha/backward.hpp"
+#include "mha/fast/blas.hpp"
 #include "mha/fast/memory.hpp"
 
 namespace bench {
@@ -69,6 +85,60 @@ void window_line(const mha::MultiHeadAttention& m) {
                 median(ratio));
 }
 
+// The tiled backward's count, its recomputed scores included.
+double backward_flops(double T) { return 16 * T * kE * kE + 5 * kE * T * (T + 1); }
+
+// GFLOP/s of one 2048^3 sgemm through the engine's gemm() (every core).
+double sgemm_gflops() {
+    constexpr std::size_t n = 2048;
+    std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+    const double s = seconds([&] {
+        mha::fast::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false, c.data(), n);
+    });
+    return 2.0 * n * n * n / s / 1e9;
+}
+
+// The backward without weights at T = 8192 and 16384 (the comment above).
+void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double params_mb) {
+    const int runs = std::min(g_runs, 3);  // seconds each at T = 16384
+    std::printf("\nbackward without weights, B 1, E %zu, H %zu, causal: trace_no_weights() "
+                "then\nbackward_self_attention(); median of %d runs, each after a 2048^3 "
+                "sgemm\n", kE, kH, runs);
+    std::printf("  %5s %8s %9s %10s %9s %12s %9s\n", "T", "GFLOP", "s", "GFLOP/s", "roofline",
+                "peak RSS MB", "x tensors");
+    std::vector<std::string> lines;
+    for (std::size_t T : {8192, 16384}) {
+        mha::fast::release_kept_memory();
+        const mha::Tensor3 x = mha::randn(1, T, kE, rng), dy = mha::randn(1, T, kE, rng);
+        reset_peak_rss();
+        const mha::ForwardTrace t = m.trace_no_weights(x, x, x, mha::causal);
+        auto call = [&] {  // the gradients go at the end of each call
+            const mha::AttentionGrads g = mha::backward_self_attention(m, t, x, dy, mha::causal);
+        };
+        call();  // warm-up
+        std::vector<double> s, ratio;
+        const double flops = backward_flops(T);
+        for (int r = 0; r < runs; ++r) {
+            const double peak = sgemm_gflops();
+            s.push_back(seconds(call));
+            ratio.push_back(s.back() / (flops / (peak * 1e9)));
+        }
+        const double rss = peak_rss_mb();
+        // x, Q, K, V, O, output, dy, dQ, dK, dV, dX: [T, E] each; L [H, T]
+        const double must_mb = (11.0 * T * kE + kH * T) * 4 / 1e6 + 2 * params_mb;
+        std::printf("  %5zu %8.1f %9.3f %10.1f %8.2fx %12.0f %8.2fx\n", T, flops / 1e9,
+                    median(s), flops / median(s) / 1e9, median(ratio), rss, rss / must_mb);
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "backward no-weights T%zu B1 h8 causal: median %.3f s, %.2fx roofline, "
+                      "peak RSS %.0f MB, %.2fx the tensors that must exist", T, median(s),
+                      median(ratio), rss, rss / must_mb);
+        lines.push_back(line);
+    }
+    std::printf("\n");
+    for (const std::string& l : lines) std::printf("%s\n", l.c_str());
+}
+
 }  // namespace
 
 int run_long() {
@@ -109,6 +179,7 @@ int run_long() {
     std::printf("\nno-weights T16384 B1 h8 causal: median %.3f s, peak RSS %.0f MB, %.2fx the "
                 "tensors that must exist\n", last_s, last_rss, last_ratio);
     window_line(m);
+    run_long_backward(m, rng, params_mb);
     return 0;
 }
 

@@ -70,6 +70,13 @@ std::vector<Block> compute() {
     out.push_back(block("backward d key", gr.key));
     const mha::AttentionGrads gg = mha::backward(g, x, x, x, dy, &causal);
     out.push_back(block("backward grouped dWk", gg.wk.weight));
+    // the FlashAttention-2 backward from a trace without weights, 5 tiles of 64
+    const mha::Tensor3 long_dy = mha::randn(1, 300, 48, rng);
+    const mha::ForwardTrace lt = m.trace_no_weights(long_x, long_x, long_x, mha::causal);
+    const mha::AttentionGrads gt =
+        mha::backward_self_attention(m, lt, long_x, long_dy, mha::causal);
+    out.push_back(block("tiled backward dWk", gt.wk.weight));
+    out.push_back(block("tiled backward dX", gt.input));
     mha::SequenceModel s(10, 8, 32, 2, mha::Init::xavier(3));
     mha::Adam adam(0.05f);
     mha::Rng data(4);

@@ -11,7 +11,8 @@
 // [B, H, Tq, Tk], one set of weights per head (only output.npy with
 // --no-weights or --incremental). With --grad-output G.npy (dL/d output)
 // it also writes every gradient under PyTorch's names, for torch.autograd
-// to compare with. A query whose keys are all
+// to compare with; with --no-weights too, through the FlashAttention-2
+// backward (no [Tq, Tk] weights in either pass). A query whose keys are all
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
 // The variants of today's models (--window, --sinks, --prefix, --documents,
 // --alibi, --softcap, --rope) are mha/variants' mask_mods, score_mods, RoPE.
@@ -79,7 +80,7 @@ masks, the articles' polarity (1 = may attend):
   --fill F           masked scores: -inf (default), or -1e10 as an article
 more:
   --num-kv-heads G   grouped-query attention: G key/value heads, G divides H
-  --no-weights       need_weights=False: tiled, writes only output.npy
+  --no-weights       need_weights=False: tiled, no attn_weights.npy (tiled backward too)
   --incremental      via a KV cache, causal (with --window: S + W slots); output.npy only
   --grad-output G.npy  dL/d output (or logits): also every gradient as PyTorch
                      names it (in_proj_weight.grad.npy ..., query.grad.npy)
@@ -162,8 +163,8 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
         if (!args.count(need)) throw Bad(std::string("missing ") + need + " (try --help)");
     if (args.count("--key") != args.count("--value"))
         throw Bad("--key and --value go together: both, or neither for self-attention");
-    if (args.count("--grad-output") && (args.count("--incremental") || args.count("--no-weights")))
-        throw Bad("--grad-output needs the weights: not with --incremental or --no-weights");
+    if (args.count("--grad-output") && args.count("--incremental"))
+        throw Bad("--grad-output: the backward runs without the cache: no --incremental");
     if (args.count("--sinks") && !args.count("--window"))
         throw Bad("--sinks S keeps the first S keys beside a window: give --window W too");
     for (const char* flag : {"--causal", "--window", "--documents"})
@@ -469,7 +470,8 @@ int mha_forward_main(int argc, char** argv) {
                         mha::shape_of(s.output).c_str(), mha::shape_of(s.weights).c_str());
             return 0;
         }
-        if (args.count("--incremental") || args.count("--no-weights")) {
+        const bool no_weights = args.count("--no-weights") > 0;
+        if (args.count("--incremental") || (no_weights && !args.count("--grad-output"))) {
             const mha::Tensor3 y =
                 args.count("--incremental") ? incremental(m, q, rope, W, S)
                 : only_causal ? m.forward_no_weights(q, k, v, mha::causal)
@@ -488,19 +490,32 @@ int mha_forward_main(int argc, char** argv) {
                           std::to_string(B) + ", " + std::to_string(Tq) + ", " +
                           std::to_string(E) + "]");
             }
-            if (only_causal) add(mha::causal_mask(Tq, Tk));  // backward() takes the tensor
+            // self-attention, causal, no weights: no [T, T] tensor of any kind
+            const bool tiles_only = only_causal && !cross && no_weights;
+            if (only_causal && !tiles_only) add(mha::causal_mask(Tq, Tk));  // the tensor
             const mha::Mask* mask = keep ? &*keep : nullptr;
-            const mha::ForwardTrace t = m.trace(q, k, v, mask, fill, masks.bias_ptr());
+            // without weights, the trace keeps each row's log-sum-exp instead,
+            // and backward() runs the FlashAttention-2 tiles
+            const mha::ForwardTrace t =
+                tiles_only   ? m.trace_no_weights(q, k, v, mha::causal)
+                : no_weights ? m.trace_no_weights(q, k, v, mask, fill, masks.bias_ptr())
+                             : m.trace(q, k, v, mask, fill, masks.bias_ptr());
             const mha::AttentionGrads g =
-                cross ? mha::backward(m, t, q, k, v, g_out, mask, fill, masks.bias_ptr())
-                      : mha::backward_self_attention(m, t, q, g_out, mask, fill,
-                                                     masks.bias_ptr());
+                tiles_only ? mha::backward_self_attention(m, t, q, g_out, mha::causal)
+                : cross    ? mha::backward(m, t, q, k, v, g_out, mask, fill, masks.bias_ptr())
+                           : mha::backward_self_attention(m, t, q, g_out, mask, fill,
+                                                          masks.bias_ptr());
             mha::save_npy(out + "/output.npy", t.output);
-            mha::save_npy(out + "/attn_weights.npy", t.weights);
+            if (!no_weights) mha::save_npy(out + "/attn_weights.npy", t.weights);
             save_grads(out, g, H_kv != H, cross);
-            std::printf("wrote %s/output.npy %s, attn_weights.npy %s, *.grad.npy\n",
-                        out.c_str(), mha::shape_of(t.output).c_str(),
-                        mha::shape_of(t.weights).c_str());
+            if (no_weights) {
+                std::printf("wrote %s/output.npy %s and *.grad.npy (no weights asked for)\n",
+                            out.c_str(), mha::shape_of(t.output).c_str());
+            } else {
+                std::printf("wrote %s/output.npy %s, attn_weights.npy %s, *.grad.npy\n",
+                            out.c_str(), mha::shape_of(t.output).c_str(),
+                            mha::shape_of(t.weights).c_str());
+            }
             return 0;
         }
         const mha::AttentionOutput o =

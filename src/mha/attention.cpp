@@ -187,6 +187,22 @@ ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
     return t;
 }
 
+ForwardTrace MultiHeadAttention::trace_no_weights(const Tensor3& query, const Tensor3& key,
+                                                  const Tensor3& value, const Mask* mask,
+                                                  float fill,
+                                                  const Tensor4* score_bias) const {
+    ForwardTrace t;
+    fast::forward(*this, {query, key, value, mask, fill, score_bias, false}, t, true);
+    return t;
+}
+
+ForwardTrace MultiHeadAttention::trace_no_weights(const Tensor3& query, const Tensor3& key,
+                                                  const Tensor3& value, Causal) const {
+    ForwardTrace t;
+    fast::forward(*this, {query, key, value, nullptr, kNegInf, nullptr, false, true}, t, true);
+    return t;
+}
+
 Tensor3 MultiHeadAttention::prefill(const Tensor3& prompt, KVCache& cache) const {
     return fast::extend(*this, prompt, cache);
 }

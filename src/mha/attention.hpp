@@ -58,9 +58,13 @@ struct ForwardTrace {
     Tensor3 q;        ///< query projection `[B, Tq, E]` (heads side by side)
     Tensor3 k;        ///< key projection `[B, Tk, H_kv * D]`
     Tensor3 v;        ///< value projection `[B, Tk, H_kv * D]`
-    Tensor4 weights;  ///< softmax weights `[B, H, Tq, Tk]`
+    Tensor4 weights;  ///< softmax weights `[B, H, Tq, Tk]`, or empty without weights
     Tensor3 context;  ///< weights x V, heads merged, before w_o `[B, Tq, E]`
     Tensor3 output;   ///< `[B, Tq, E]`
+    /// Without weights (trace_no_weights()): the log-sum-exp of each query
+    /// row's scores, \f$m + \log \ell\f$ `[B, H, Tq]`, from which the tiled
+    /// backward rebuilds the weights a tile at a time; otherwise empty.
+    Tensor3 lse;
 };
 
 /// Multi-head attention with the articles' four linear layers.
@@ -188,6 +192,27 @@ public:
                        const Tensor3& value, const Mask* mask = nullptr,
                        float fill = kNegInf,
                        const Tensor4* score_bias = nullptr) const;
+
+    /// trace() without the weights, as a training step at long T needs: the
+    /// forward_no_weights() tiles, keeping the projections, the context and
+    /// each row's log-sum-exp (ForwardTrace::lse) instead of the
+    /// `[B, H, Tq, Tk]` weights. backward() and backward_self_attention()
+    /// given this trace run the FlashAttention-2 backward
+    /// (tiled_attention_backward() in tiled_backward.hpp shows how).
+    /// @param query, key, value, mask, fill, score_bias as for forward()
+    /// @return the projections, context, output and lse; no weights
+    ForwardTrace trace_no_weights(const Tensor3& query, const Tensor3& key,
+                                  const Tensor3& value, const Mask* mask = nullptr,
+                                  float fill = kNegInf,
+                                  const Tensor4* score_bias = nullptr) const;
+
+    /// trace_no_weights() under the causal mask without the mask tensor:
+    /// no `[T, T]` of anything, in the forward or, through
+    /// backward_self_attention(..., mha::causal), in the backward.
+    /// @param query, key, value as for forward(), with Tq = Tk
+    /// @return the projections, context, output and lse; no weights
+    ForwardTrace trace_no_weights(const Tensor3& query, const Tensor3& key,
+                                  const Tensor3& value, Causal) const;
 
     /// trace() into @p t, reusing its tensors' memory when their shapes
     /// already fit, as forward_into() does.

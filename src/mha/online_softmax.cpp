@@ -49,6 +49,15 @@ void online_softmax_row(float* row, std::size_t n, std::size_t block,
 TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v,
                                const Mask* mask, float fill, std::size_t block_q,
                                std::size_t block_k) {
+    if (mask != nullptr)
+        check_mask(*mask, q.shape(0), q.shape(1), q.shape(2), k.shape(2));
+    return tiled_attention(q, k, v, mask != nullptr ? mask_mod_of(*mask) : MaskMod{}, fill,
+                           block_q, block_k);
+}
+
+TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v,
+                               const MaskMod& mask_mod, float fill, std::size_t block_q,
+                               std::size_t block_k) {
     const std::size_t B = q.shape(0), H = q.shape(1), Tq = q.shape(2), D = q.shape(3);
     const std::size_t H_kv = k.shape(1), Tk = k.shape(2);
     require_nonzero({B, H, Tq, D, block_q, block_k}, "tiled_attention q [B, H, Tq, D], blocks");
@@ -57,7 +66,6 @@ TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4
         fail("tiled_attention: q " + shape_of(q) + ", k " + shape_of(k) + " and v " +
              shape_of(v) + " must be [B, H, Tq, D], [B, H_kv, Tk, D] twice, H_kv dividing H");
     }
-    if (mask != nullptr) check_mask(*mask, B, H, Tq, Tk);
     const std::size_t group = H / H_kv;
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     TiledAttention out{xt::zeros<float>({B, H, Tq, D}), Tensor3::from_shape({B, H, Tq})};
@@ -75,10 +83,9 @@ TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4
                     // The only scores that exist: [rows, D] x [D, cols] -> [rows, cols]
                     Tensor2 s = xt::linalg::dot(qb, xt::transpose(kb)) * scale;
                     for (std::size_t r = 0; r < rows; ++r) {
-                        if (mask != nullptr) {
-                            const bool* keep = mask_row(*mask, b, h, i0 + r) + j0;
+                        if (mask_mod) {
                             for (std::size_t c = 0; c < cols; ++c)
-                                if (!keep[c]) s(r, c) = fill;
+                                if (!mask_mod(b, h, i0 + r, j0 + c)) s(r, c) = fill;
                         }
                         const float old_max = state[r].max;
                         take_block(state[r], &s(r, 0), cols);
@@ -96,10 +103,16 @@ TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4
                 }
                 for (std::size_t r = 0; r < rows; ++r) {  // divide by the sum
                     const RunningSoftmax& st = state[r];
-                    const bool none = st.max == -INFINITY;  // every key masked
+                    // a NaN score spoils its row, as in softmax_row()
+                    const bool nan = std::isnan(st.sum);
+                    const bool none = st.max == -INFINITY && !nan;  // every key masked
                     for (std::size_t d = 0; d < D; ++d)
-                        out.context(b, h, i0 + r, d) = none ? 0.0f : acc(r, d) / st.sum;
-                    out.lse(b, h, i0 + r) = none ? -INFINITY : st.max + std::log(st.sum);
+                        out.context(b, h, i0 + r, d) = nan ? NAN
+                                                       : none ? 0.0f
+                                                              : acc(r, d) / st.sum;
+                    out.lse(b, h, i0 + r) = nan    ? NAN
+                                            : none ? -INFINITY
+                                                   : st.max + std::log(st.sum);
                 }
             }
     return out;

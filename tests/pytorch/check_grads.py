@@ -7,7 +7,9 @@ For nn.MultiheadAttention (batch_first) with biases: self-attention without a
 mask, with a causal attn_mask, a float attn_mask, a key_padding_mask, and
 --causal; cross-attention with Tq != Tk and padding; and grouped-query
 attention in q_proj ... o_proj names (H = 4 over H_kv = 2; PyTorch 1.13 has no
-GQA, so its math is written out with repeat_interleave). Each case runs the
+GQA, so its math is written out with repeat_interleave). Every case runs twice:
+as it is, and with --no-weights (the trace keeps the log-sum-exp, and the
+backward rebuilds the weights tile by tile, FlashAttention-2). Each case runs the
 forward with autograd recording, loss = sum(output * G), loss.backward(), and
 compares every .grad with the file mha_forward wrote: the worst |diff|
 divided by the largest |gradient| of that tensor must be at most 1e-4. The
@@ -74,14 +76,16 @@ torch.manual_seed(0)
 B, Tq, Tk, E, H = 2, 6, 9, 16, 4
 results = []
 
-# nn.MultiheadAttention, self-attention and cross-attention
-for case, cross, masks, flags in [
-        ("self, no mask", False, {}, []),
-        ("self, causal attn_mask", False, {"attn-mask": "causal"}, []),
-        ("self, --causal", False, {}, ["--causal"]),
-        ("self, float attn_mask", False, {"attn-mask": "float"}, []),
-        ("self, key_padding_mask", False, {"key-padding-mask": "pad"}, []),
-        ("cross Tq 6 Tk 9, key_padding_mask", True, {"key-padding-mask": "pad"}, [])]:
+# nn.MultiheadAttention, self-attention and cross-attention; each again with
+# --no-weights, where the backward is the FlashAttention-2 tiles
+CASES = [("self, no mask", False, {}, []),
+         ("self, causal attn_mask", False, {"attn-mask": "causal"}, []),
+         ("self, --causal", False, {}, ["--causal"]),
+         ("self, float attn_mask", False, {"attn-mask": "float"}, []),
+         ("self, key_padding_mask", False, {"key-padding-mask": "pad"}, []),
+         ("cross Tq 6 Tk 9, key_padding_mask", True, {"key-padding-mask": "pad"}, [])]
+for case, cross, masks, flags in CASES + [(c + ", --no-weights", x, m, f + ["--no-weights"])
+                                          for c, x, m, f in CASES]:
     mha = torch.nn.MultiheadAttention(E, H, batch_first=True)
     torch.nn.init.normal_(mha.in_proj_bias, std=0.1)  # PyTorch starts them at 0
     torch.nn.init.normal_(mha.out_proj.bias, std=0.1)
@@ -133,7 +137,10 @@ G = torch.randn(B, Tq, E)
 (y * G).sum().backward()
 theirs = {k: t.grad for k, t in state.items()}
 theirs["query"] = x.grad
-ours = mha_forward(state, H, {"query": x, "grad-output": G}, ["--num-kv-heads", "2", "--causal"])
-results.append(compare("GQA H 4 over H_kv 2, --causal", ours, theirs))
+for extra in ([], ["--no-weights"]):
+    ours = mha_forward(state, H, {"query": x, "grad-output": G},
+                       ["--num-kv-heads", "2", "--causal"] + extra)
+    results.append(compare("GQA H 4 over H_kv 2, --causal" + (", --no-weights" if extra else ""),
+                           ours, theirs))
 
 sys.exit(0 if all(results) else 1)

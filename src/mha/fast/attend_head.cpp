@@ -124,6 +124,8 @@ void mask_part(float* row, std::size_t cols, std::size_t b, std::size_t h, std::
     }
 }
 
+}  // namespace
+
 // Bias, mask and the causal limit on one row: keys j0 .. j0+cols-1 of query i.
 void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
                    std::size_t j0, const HeadSizes& s, const Mask* mask, float fill,
@@ -131,8 +133,6 @@ void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, s
     add_bias(row, cols, b, h, i, j0, score_bias);
     mask_part(row, cols, b, h, i, j0, s, mask, fill);
 }
-
-}  // namespace
 
 std::size_t skip_block_rows(std::size_t Tk) {
     // Each block stops at the last key its own rows see, so smaller blocks
@@ -303,8 +303,11 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
         //    and keeps acc: 0, or NaN where 0 met a NaN in V, as attend_head()
         for (std::size_t r = 0; r < rows; ++r) {
             float* out = x.context + (i0 + r) * E;
-            const float div = m[r] == kNegInf && !std::isnan(l[r]) ? 1.0f : l[r];
+            const bool none = m[r] == kNegInf && !std::isnan(l[r]);
+            const float div = none ? 1.0f : l[r];
             for (std::size_t d = 0; d < D; ++d) out[d] = acc[r * D + d] / div;
+            // what the backward rebuilds the weights from: -inf when none
+            if (x.lse != nullptr) x.lse[i0 + r] = none ? kNegInf : m[r] + std::log(l[r]);
         }
     }
     return computed;

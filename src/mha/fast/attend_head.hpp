@@ -25,6 +25,8 @@ struct Head {
     /// Room for K^T and V packed into panels (panel_floats()), or null when
     /// the products go to BLAS.
     float* panels;
+    /// attend_head_tiled() only: `[Tq]`, each row's log-sum-exp, or null
+    float* lse = nullptr;
 };
 
 /// HeadSizes::causal when the call is not causal.
@@ -75,6 +77,23 @@ std::size_t past_last_nonfinite(const float* x, std::size_t rows, std::size_t D,
 /// @param ld   distance between rows
 /// @return     true when some float is NaN or Inf
 bool any_nonfinite(const float* x, std::size_t rows, std::size_t D, std::size_t ld);
+
+/// The score bias, the mask and the causal limit on one row of scores:
+/// keys j0 .. j0 + cols - 1 of query @p i (the forward's and the tiled
+/// backward's step between the product and the exponentials).
+/// @param row        @p cols scores, changed in place
+/// @param cols       keys in the row
+/// @param b          the sequence
+/// @param h          the head
+/// @param i          the query
+/// @param j0         the first key
+/// @param s          the sizes (s.causal: the causal limit, or kNotCausal)
+/// @param mask       nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
+/// @param fill       what masked scores become
+/// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
+void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
+                   std::size_t j0, const HeadSizes& s, const Mask* mask, float fill,
+                   const Tensor4* score_bias);
 
 /// Query rows per block where masked keys are skipped (forward and backward).
 /// @param Tk keys

@@ -16,6 +16,7 @@
 #include "mha/fast/packed_gemm.hpp"
 #include "mha/fast/parallel.hpp"
 #include "mha/fast/softmax.hpp"
+#include "mha/fast/tiled_backward.hpp"
 
 namespace mha::fast {
 
@@ -73,13 +74,18 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
         fail("backward: d_output " + shape_of(d_output) +
              " must have the output's shape [B, Tq, E] = " + shape_of(in.query));
     }
+    // A trace without weights (trace_no_weights()) keeps each row's
+    // log-sum-exp instead: then the tiles rebuild the weights (FlashAttention-2)
+    const bool tiled = t.weights.size() == 0;
     if (shape_of(t.q) != shape_of(in.query) ||
         t.k.shape() != Tensor3::shape_type{B, Tk, Ekv} ||
         shape_of(t.context) != shape_of(in.query) ||
-        t.weights.shape() != Tensor4::shape_type{B, H, Tq, Tk}) {
-        fail("backward: the trace holds q " + shape_of(t.q) + " and weights " +
-             shape_of(t.weights) + ", not a trace() of query " + shape_of(in.query) +
-             " and key " + shape_of(in.key));
+        (!tiled && t.weights.shape() != Tensor4::shape_type{B, H, Tq, Tk}) ||
+        (tiled && t.lse.shape() != Tensor3::shape_type{B, H, Tq})) {
+        fail("backward: the trace holds q " + shape_of(t.q) + ", weights " +
+             shape_of(t.weights) + " and lse " + shape_of(t.lse) + ", not a trace() of " +
+             "(or trace_no_weights() of) query " + shape_of(in.query) + " and key " +
+             shape_of(in.key));
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     AttentionGrads g;
@@ -211,13 +217,14 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     const std::size_t shares = std::min(H_kv, (4 * worker_count() + B - 1) / B);
     const std::size_t most = (H_kv + shares - 1) / shares;  // kv heads in a share
     // K's columns of a share start on a panel, so one packing serves its heads
-    const bool at_once = packed && D % kPanelWidth == 0;
+    const bool at_once = packed && !tiled && D % kPanelWidth == 0;
     const std::size_t per_pack = at_once ? most * D : D;  // columns packed at once
     std::atomic<std::size_t> next_item{0};
     parallel_for(std::min(B * shares, worker_count()), [&](std::size_t, std::size_t) {
-        Buffer dP(Tq * Tk), dctx(Tq * GD);  // this worker's
-        Buffer vt(packed ? packed_floats(per_pack, Tk) : 0);
-        Buffer kp(packed ? packed_floats(Tk, per_pack) : 0);
+        Buffer dP(tiled ? 0 : Tq * Tk), dctx(Tq * GD);  // this worker's
+        const bool pack_kv = packed && !tiled;  // the tiles read K and V in place
+        Buffer vt(pack_kv ? packed_floats(per_pack, Tk) : 0);
+        Buffer kp(pack_kv ? packed_floats(Tk, per_pack) : 0);
         Buffer dq_s(most * GD * Tq), dk_s(most * D * Tk), dv_s(most * D * Tk);  // compact
         std::vector<std::size_t> cols(blocks);
         for (std::size_t item; (item = next_item++) < B * shares;) {
@@ -247,7 +254,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                     packed_gemm(d_output.data() + b * Tq * E, E, Tq, E,
                                 w_o_panels.data() + g * per_group, E, GD, dctx.data(), GD,
                                 1.0f);
-                    if (!at_once) {
+                    if (!at_once && pack_kv) {
                         pack_panels(v, Ekv, true, D, Tk, vt.data());   // B = V^T
                         pack_panels(k, Ekv, false, Tk, D, kp.data());  // B = K
                     }
@@ -255,8 +262,26 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                     gemm({d_output.data() + b * Tq * E, Tq, E, E}, false,
                          {m.w_o.weight.data() + g * GD, E, GD, E}, false, dctx.data(), GD);
                 }
+                float* dk_g = dk_s.data() + (g - g0) * Tk * D;  // [Tk, D]
+                float* dv_g = dv_s.data() + (g - g0) * Tk * D;
+                if (tiled) {  // each head of the group adds its dK and dV
+                    std::fill_n(dk_g, Tk * D, 0.0f);
+                    std::fill_n(dv_g, Tk * D, 0.0f);
+                    const HeadSizes sizes{Tq, Tk, D, E, Ekv, scale,
+                                          in.causal ? 0 : kNotCausal};
+                    for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
+                        float* dq_h = dq_s.data() + (h - g0 * group) * Tq * D;  // [Tq, D]
+                        const std::size_t qo = b * Tq * E + h * D;
+                        const HeadGrads x{t.q.data() + qo, k, v, t.context.data() + qo,
+                                          dctx.data() + (h - g * group) * D, GD,
+                                          &t.lse(b, h, 0), dq_h, dk_g, dv_g};
+                        head_backward_tiled(x, b, h, sizes, in.mask, in.fill, in.score_bias);
+                        column_sums(dq_h, Tq, D, D, db_q.data() + b * E + h * D);
+                        stream_rows(dq_h, D, Tq, D, dq_p + b * Tq * ldq + h * D, ldq);
+                    }
+                }
                 // K and V checked where they are in cache: their panels, if packed
-                bool finite = kv_finite;
+                bool finite = kv_finite || tiled;
                 if (!at_once && !finite)
                     finite = packed ? !any_nonfinite(vt.data(), 1, vt.size(), 0) &&
                                           !any_nonfinite(kp.data(), 1, kp.size(), 0)
@@ -266,9 +291,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                     finite ? 0
                            : std::max(past_last_nonfinite(k, Tk, D, Ekv),
                                       past_last_nonfinite(v, Tk, D, Ekv));
-                float* dk_g = dk_s.data() + (g - g0) * Tk * D;  // [Tk, D]
-                float* dv_g = dv_s.data() + (g - g0) * Tk * D;
-                for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
+                for (std::size_t h = g * group; !tiled && h < (g + 1) * group; ++h) {
                     float* dq_h = dq_s.data() + (h - g0 * group) * Tq * D;  // [Tq, D]
                     head_backward(b, h, dP.data(), dctx.data(), packed ? vt_g : nullptr,
                                   at_once ? kv_cols : D, packed ? kp_g : nullptr, kv_bad,

@@ -112,7 +112,8 @@ void attend_heads(const Job& job, const Rows& rows, std::size_t b0, std::size_t 
                             rows.v + b * Tk * Ekv + g * D,      // [Tk, D]
                             rows.context + b * Tq * E + h * D,  // [Tq, D]
                             job.in.weights ? &job.out.weights(b0 + b, h, 0, 0) : nullptr,
-                            job.packed ? panels.data() : nullptr};
+                            job.packed ? panels.data() : nullptr,
+                            job.out.lse.size() > 0 ? &job.out.lse(b0 + b, h, 0) : nullptr};
             // Without weights to return, the online softmax: no [Tq, Tk] block
             if (job.in.weights) {
                 attend_head(head, b0 + b, h, job.head, job.in.mask, job.in.fill,
@@ -158,6 +159,9 @@ void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool 
 
     if (in.weights) resize_to(t.weights, {B, H, Tq, Tk});
     else t.weights = Tensor4();
+    // a trace without weights keeps each row's log-sum-exp for the backward
+    if (keep && !in.weights) resize_to(t.lse, {B, H, Tq});
+    else t.lse = Tensor3();
     resize_to(t.output, {B, Tq, E});
     if (keep) {
         resize_to(t.q, {B, Tq, E});

@@ -103,7 +103,7 @@ Tensor3 extend(const MultiHeadAttention& m, const Tensor3& x, KVCache& cache) {
                 const float* vc = &cache.v(b, g, 0, 0);
                 const float* qh = q + b * T * E + h * D;  // [T, D], rows E apart
                 float* ch = context + b * T * E + h * D;
-                const Head head{qh, kc, vc, ch, nullptr, packed ? panels.data() : nullptr};
+                const Head head{qh, kc, vc, ch, nullptr, packed ? panels.data() : nullptr, nullptr};
                 // causal: new position t sees the L cached ones and 0..t of its own
                 attend_head_tiled(head, b, h, {T, S, D, E, D, scale, L}, nullptr, kNegInf,
                                   nullptr, tiles);

@@ -1,0 +1,184 @@
+// The engine's FlashAttention-2 backward of one (sequence, head) pair.
+//
+// Tq / Tk = queries / keys, D = head_dim, E = embed_dim (the stride of q's
+// and o's rows), Ekv = H_kv * D (the stride of k's and v's).
+#include "mha/fast/tiled_backward.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "mha/fast/blas.hpp"
+#include "mha/fast/memory.hpp"
+#include "mha/fast/packed_gemm.hpp"
+#include "mha/fast/softmax.hpp"
+
+namespace mha::fast {
+
+namespace {
+
+// A tile: 64 queries by 64 keys, its P and dS 16 KiB each; a key block's
+// dK and dV [64, D] stay in cache over all the query blocks.
+constexpr std::size_t kQueries = 64, kKeys = 64;
+
+// t [cols, rows] (kQueries apart) = x^T, x [rows, cols] (kKeys apart): the
+// packed kernels take A as it is, so P^T and dS^T are written out (a tile,
+// 16 KiB, against the 64 x 64 x D product it feeds).
+void transpose_tile(const float* x, std::size_t rows, std::size_t cols, float* t) {
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < cols; ++c) t[c * kQueries + r] = x[r * kKeys + c];
+}
+
+// y [n] += x [n]
+void add_to(float* y, const float* x, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace
+
+void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const HeadSizes& s,
+                         const Mask* mask, float fill, const Tensor4* score_bias) {
+    const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
+    const bool causal = s.causal != kNotCausal;
+    const std::size_t blocks = (Tq + kQueries - 1) / kQueries;
+    thread_local Buffer work;
+    work.resize(2 * kQueries * kKeys + 2 * kKeys * D + Tq);
+    float* const p = work.data();            // P [rows, cols], kKeys apart
+    float* const ds = p + kQueries * kKeys;  // dP, then dS [rows, cols]
+    float* const dk_j = ds + kQueries * kKeys;  // [cols, D]
+    float* const dv_j = dk_j + kKeys * D;       // [cols, D]
+    float* const d_row = dv_j + kKeys * D;      // D_i [Tq]
+    thread_local std::vector<std::size_t> cols;  // [blocks]
+    thread_local std::vector<unsigned char> sees_nothing;  // [Tq]
+    // With the packed kernels: Q and dO of the head packed once (B of dK
+    // and dV, a query block's rows read in place), K_j^T, V_j^T and K_j once
+    // per key block, P^T and dS^T per tile, and a product to add [64, D]
+    const bool packed = packed_products_on();
+    thread_local Buffer panels;
+    panels.resize(packed ? 2 * packed_floats(Tq, D) + 2 * packed_floats(D, kKeys) +
+                               packed_floats(kKeys, D) + 2 * kKeys * kQueries + kKeys * D
+                         : 0);
+    float* const qp = panels.data();                // Q [Tq, D]
+    float* const dop = qp + packed_floats(Tq, D);   // dO [Tq, D]
+    float* const kt = dop + packed_floats(Tq, D);   // K_j^T [D, w]
+    float* const vt = kt + packed_floats(D, kKeys); // V_j^T [D, w]
+    float* const kp = vt + packed_floats(D, kKeys); // K_j [w, D]
+    float* const pt = kp + packed_floats(kKeys, D); // P^T [c, rows], kQueries apart
+    float* const dst = pt + kKeys * kQueries;       // dS^T [c, rows]
+    float* const part = dst + kKeys * kQueries;     // a product [64, D]
+    if (packed) {
+        pack_panels(x.q, E, false, Tq, D, qp);
+        pack_panels(x.d_o, x.ld_do, false, Tq, D, dop);
+    }
+
+    // 1) D_i = rowsum(dO o O), which is sum_j P_ij dP_ij
+    for (std::size_t i = 0; i < Tq; ++i) {
+        const float *d_o = x.d_o + i * x.ld_do, *o = x.o + i * E;
+        float sum = 0.0f;
+        for (std::size_t d = 0; d < D; ++d) sum += d_o[d] * o[d];
+        d_row[i] = sum;
+    }
+    // 2) a row that sees no key under a finite fill has Tk equal scores,
+    //    weights 1 / Tk, which L (the fill + log Tk, rounded) cannot rebuild
+    sees_nothing.assign(Tq, 0);
+    for (std::size_t i = 0; mask != nullptr && fill != kNegInf && i < Tq; ++i)
+        sees_nothing[i] = visible_columns(*mask, b, h, i, 1, Tk) == 0;
+    // 3) the keys each query block computes: past the last key its rows see,
+    //    P = 0 and dS = 0, unless 0 meets a NaN or an Inf
+    const bool may_skip = (mask != nullptr && fill == kNegInf) || causal;
+    const bool skip = may_skip && !any_nonfinite(x.q, Tq, D, E) && !any_nonfinite(x.o, Tq, D, E) &&
+                      !any_nonfinite(x.d_o, Tq, D, x.ld_do) && !any_nonfinite(x.k, Tk, D, Ekv) &&
+                      !any_nonfinite(x.v, Tk, D, Ekv);
+    cols.resize(blocks);
+    for (std::size_t ib = 0; ib < blocks; ++ib) {
+        const std::size_t i0 = ib * kQueries, rows = std::min(kQueries, Tq - i0);
+        std::size_t c = Tk;
+        if (skip && mask != nullptr) c = visible_columns(*mask, b, h, i0, rows, Tk);
+        if (skip && causal) c = std::min(c, std::min(Tk, i0 + rows + s.causal));
+        cols[ib] = c;
+    }
+    std::fill(x.dq, x.dq + Tq * D, 0.0f);
+    // 4) per block of keys (dK_j and dV_j summed in cache), per block of
+    //    queries that sees it
+    for (std::size_t j0 = 0; j0 < Tk; j0 += kKeys) {
+        const std::size_t w = std::min(kKeys, Tk - j0);
+        const float *k = x.k + j0 * Ekv, *v = x.v + j0 * Ekv;  // K_j, V_j [w, D]
+        std::fill(dk_j, dk_j + w * D, 0.0f);
+        std::fill(dv_j, dv_j + w * D, 0.0f);
+        if (packed) {
+            pack_panels(k, Ekv, true, D, w, kt);
+            pack_panels(v, Ekv, true, D, w, vt);
+            pack_panels(k, Ekv, false, w, D, kp);
+        }
+        for (std::size_t ib = 0; ib < blocks; ++ib) {
+            if (cols[ib] <= j0) continue;  // an empty tile
+            const std::size_t i0 = ib * kQueries, rows = std::min(kQueries, Tq - i0);
+            const std::size_t c = std::min(w, cols[ib] - j0);  // keys of the tile
+            const float *q = x.q + i0 * E, *d_o = x.d_o + i0 * x.ld_do;
+            // a) S = scale Q_i K_j^T  [rows, D] x [D, c]
+            if (packed) packed_gemm(q, E, rows, D, kt, D, c, p, kKeys, s.scale);
+            else gemm({q, rows, D, E}, false, {k, c, D, Ekv}, true, p, kKeys, s.scale);
+            // b) P = e^{S - L}, after the bias and the mask as in the forward
+            for (std::size_t r = 0; r < rows; ++r) {
+                float* row = p + r * kKeys;
+                const float L = x.lse[i0 + r];
+                bias_and_mask(row, c, b, h, i0 + r, j0, s, mask, fill, score_bias);
+                if (std::isnan(L) || L == kNegInf) {  // NaN spoils; -inf sees nothing
+                    std::fill(row, row + c, std::isnan(L) ? NAN : 0.0f);
+                } else if (sees_nothing[i0 + r]) {
+                    std::fill(row, row + c, 1.0f / static_cast<float>(Tk));
+                } else {
+                    exp_sum(row, c, L);  // L is at least every score of the row
+                }
+            }
+            // c) dV_j += P^T dO_i  [c, rows] x [rows, D]
+            if (packed) {
+                transpose_tile(p, rows, c, pt);
+                packed_gemm(pt, kQueries, c, rows, dop + i0 * kPanelWidth, Tq, D, part, D, 1.0f);
+                add_to(dv_j, part, c * D);
+            } else {
+                gemm({p, rows, c, kKeys}, true, {d_o, rows, D, x.ld_do}, false, dv_j, D, 1.0f,
+                     1.0f);
+            }
+            // d) dP = dO_i V_j^T  [rows, D] x [D, c]
+            if (packed) packed_gemm(d_o, x.ld_do, rows, D, vt, D, c, ds, kKeys, 1.0f);
+            else gemm({d_o, rows, D, x.ld_do}, false, {v, c, D, Ekv}, true, ds, kKeys);
+            // e) dS = P o (dP - D_i); a masked score is a constant: 0
+            for (std::size_t r = 0; r < rows; ++r) {
+                const std::size_t i = i0 + r;
+                const float* pr = p + r * kKeys;
+                float* dsr = ds + r * kKeys;
+                const auto* keep = mask == nullptr ? nullptr
+                                   : reinterpret_cast<const unsigned char*>(
+                                         mask_row(*mask, b, h, i)) + j0;
+                const float di = d_row[i];
+                for (std::size_t j = 0; j < c; ++j) {
+                    const bool hidden = (keep != nullptr && keep[j] == 0) ||
+                                        (causal && j0 + j > i + s.causal);
+                    dsr[j] = hidden ? 0.0f : pr[j] * (dsr[j] - di);
+                }
+            }
+            // f) dQ_i += scale dS K_j  [rows, c] x [c, D], and
+            // g) dK_j += scale dS^T Q_i  [c, rows] x [rows, D]
+            if (packed) {
+                packed_gemm(ds, kKeys, rows, c, kp, w, D, part, D, s.scale);
+                add_to(x.dq + i0 * D, part, rows * D);
+                transpose_tile(ds, rows, c, dst);
+                packed_gemm(dst, kQueries, c, rows, qp + i0 * kPanelWidth, Tq, D, part, D,
+                            s.scale);
+                add_to(dk_j, part, c * D);
+            } else {
+                gemm({ds, rows, c, kKeys}, false, {k, c, D, Ekv}, false, x.dq + i0 * D, D,
+                     s.scale, 1.0f);
+                gemm({ds, rows, c, kKeys}, true, {q, rows, D, E}, false, dk_j, D, s.scale, 1.0f);
+            }
+        }
+        // 5) this key block's dK and dV, added: the group's heads share them
+        for (std::size_t t = 0; t < w * D; ++t) {
+            x.dk[j0 * D + t] += dk_j[t];
+            x.dv[j0 * D + t] += dv_j[t];
+        }
+    }
+}
+
+}  // namespace mha::fast

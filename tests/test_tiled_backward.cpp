@@ -1,0 +1,347 @@
+// Tests for mha/tiled_backward.hpp: the FlashAttention-2 backward gives
+// backward_stages()'s gradients (which read the whole [Tq, Tk] weights)
+// within 1e-5 of the largest gradient of each tensor, on sizes across tile
+// edges, with masks (tensors and mask_mods), grouped-query heads, Tq != Tk
+// and rows that see no key; NaN where backward_stages() puts NaN; and its
+// dQ, dK, dV agree with central finite differences of a loss computed in
+// double.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mha/attention.hpp"
+#include "mha/backward.hpp"
+#include "mha/init.hpp"
+#include "mha/tiled_backward.hpp"
+#include "worst.hpp"
+
+namespace tiled_bwd {
+
+// A [B, H, T, D] tensor of unit normals.
+mha::Tensor4 normals(std::size_t B, std::size_t H, std::size_t T, std::size_t D,
+                     mha::Rng& rng) {
+    mha::Tensor4 x({B, H, T, D});
+    for (float& v : x) v = rng.normal();
+    return x;
+}
+
+// The worst |ours - want| / max |want| over the tensors of two gradients,
+// or a large number when NaN stands in different places. The key bias's
+// exact gradient is 0 (q . b_k shifts a whole row of scores), so it is
+// measured against the largest gradient of all.
+double worst_relative(const mha::AttentionGrads& ours, const mha::AttentionGrads& want) {
+    const mha::Tensor2* w_ours[] = {&ours.wq.weight, &ours.wk.weight, &ours.wv.weight,
+                                    &ours.w_o.weight};
+    const mha::Tensor2* w_want[] = {&want.wq.weight, &want.wk.weight, &want.wv.weight,
+                                    &want.w_o.weight};
+    const mha::Tensor1* b_ours[] = {&ours.wq.bias, &ours.wk.bias, &ours.wv.bias,
+                                    &ours.w_o.bias};
+    const mha::Tensor1* b_want[] = {&want.wq.bias, &want.wk.bias, &want.wv.bias,
+                                    &want.w_o.bias};
+    const mha::Tensor3* x_ours[] = {&ours.query, &ours.key, &ours.value, &ours.input};
+    const mha::Tensor3* x_want[] = {&want.query, &want.key, &want.value, &want.input};
+    std::vector<std::pair<const float*, const float*>> pairs;  // (ours, want) data
+    std::vector<std::size_t> sizes;
+    for (int l = 0; l < 4; ++l) {
+        REQUIRE(w_ours[l]->shape() == w_want[l]->shape());
+        REQUIRE(b_ours[l]->shape() == b_want[l]->shape());
+        pairs.push_back({w_ours[l]->data(), w_want[l]->data()});
+        sizes.push_back(w_want[l]->size());
+        pairs.push_back({b_ours[l]->data(), b_want[l]->data()});
+        sizes.push_back(b_want[l]->size());
+    }
+    for (int l = 0; l < 4; ++l) {
+        REQUIRE(x_ours[l]->shape() == x_want[l]->shape());
+        pairs.push_back({x_ours[l]->data(), x_want[l]->data()});
+        sizes.push_back(x_want[l]->size());
+    }
+    auto largest_of = [](const float* x, std::size_t n) {
+        double m = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (std::isfinite(x[i])) m = std::max(m, double(std::fabs(x[i])));
+        return m;
+    };
+    double largest = 0;
+    for (std::size_t t = 0; t < pairs.size(); ++t)
+        largest = std::max(largest, largest_of(pairs[t].second, sizes[t]));
+    double worst = 0;
+    for (std::size_t t = 0; t < pairs.size(); ++t) {
+        const float *a = pairs[t].first, *w = pairs[t].second;
+        const bool key_bias = t == 3;  // the order above: wq.w, wq.b, wk.w, wk.b, ...
+        const double scale = std::max(key_bias ? largest : largest_of(w, sizes[t]), 1e-30);
+        for (std::size_t i = 0; i < sizes[t]; ++i) {
+            if (std::isnan(w[i]) != std::isnan(a[i])) return 1e30;  // NaN elsewhere
+            if (std::isnan(w[i])) continue;
+            mha_test::keep_worst(worst, std::fabs(double(a[i]) - w[i]) / scale);
+        }
+    }
+    return worst;
+}
+
+// How many NaN the gradients hold, over every tensor.
+std::size_t nan_count(const mha::AttentionGrads& g) {
+    std::size_t n = 0;
+    auto count = [&](const auto& t) {
+        for (float x : t) n += std::isnan(x) ? 1 : 0;
+    };
+    for (const mha::LinearGrad* l : {&g.wq, &g.wk, &g.wv, &g.w_o}) {
+        count(l->weight);
+        count(l->bias);
+    }
+    count(g.query);
+    count(g.key);
+    count(g.value);
+    count(g.input);
+    return n;
+}
+
+// The loss sum(O o R) of attention of q over k, v under @p mod, in double.
+double attention_loss(const mha::Tensor4& q, const mha::Tensor4& k, const mha::Tensor4& v,
+                      const mha::MaskMod& mod, const mha::Tensor4& r) {
+    const std::size_t B = q.shape(0), H = q.shape(1), Tq = q.shape(2), D = q.shape(3);
+    const std::size_t Tk = k.shape(2), group = H / k.shape(1);
+    const double scale = 1.0 / std::sqrt(double(D));
+    double loss = 0;
+    std::vector<double> s(Tk);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t i = 0; i < Tq; ++i) {
+                double max = -INFINITY;
+                for (std::size_t j = 0; j < Tk; ++j) {
+                    double dot = 0;
+                    for (std::size_t d = 0; d < D; ++d)
+                        dot += double(q(b, h, i, d)) * k(b, h / group, j, d);
+                    s[j] = !mod || mod(b, h, i, j) ? dot * scale : -INFINITY;
+                    max = std::max(max, s[j]);
+                }
+                if (max == -INFINITY) continue;  // sees nothing: O = 0
+                double sum = 0;
+                for (std::size_t j = 0; j < Tk; ++j) sum += std::exp(s[j] - max);
+                for (std::size_t j = 0; j < Tk; ++j) {
+                    const double p = std::exp(s[j] - max) / sum;
+                    for (std::size_t d = 0; d < D; ++d)
+                        loss += p * v(b, h / group, j, d) * r(b, h, i, d);
+                }
+            }
+    return loss;
+}
+
+}  // namespace tiled_bwd
+
+TEST_CASE("backward_tiled equals backward_stages: tile edges, masks, GQA, Tq != Tk" *
+          doctest::test_suite("oracle")) {
+    struct Case {
+        std::size_t B, Tq, Tk, E, H, H_kv, bq, bk;
+    };
+    // blocks of 4 against T = 3, 4, 5, 8, 9; one tile; Bq != Bk; T = 1
+    const std::vector<Case> cases = {
+        {1, 4, 4, 8, 2, 2, 4, 4},   {2, 5, 5, 8, 2, 1, 4, 4},   {1, 9, 9, 16, 4, 2, 4, 4},
+        {2, 8, 3, 8, 2, 2, 4, 4},   {1, 3, 9, 16, 4, 1, 2, 4},  {2, 7, 7, 16, 4, 4, 3, 5},
+        {1, 1, 1, 8, 2, 2, 4, 4},   {2, 6, 11, 12, 3, 3, 64, 64}};
+    std::uint64_t seed = 3700;
+    for (const Case& c : cases) {
+        mha::Rng rng(++seed);
+        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
+        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
+        std::vector<std::size_t> lengths;  // sequence 0 all padding: rows that see nothing
+        for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + b % c.Tk);
+        const std::vector<std::pair<std::string, mha::MaskMod>> masks = {
+            {"none", {}},
+            {"causal", mha::causal_mod()},
+            {"padding", mha::mask_mod_of(mha::padding_mask(lengths, c.Tk))},
+            {"sliding window 3", mha::sliding_window(3)},
+            {"prefix-LM 2", mha::prefix_lm(2)},
+            {"sinks 1 + window 2", mha::sinks_window(1, 2)}};
+        for (const auto& [name, mod] : masks) {
+            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H); CAPTURE(c.H_kv);
+            CAPTURE(c.bq); CAPTURE(c.bk); CAPTURE(name);
+            const mha::Mask mask = mod ? mha::mask_of(mod, c.B, c.H, c.Tq, c.Tk) : mha::Mask();
+            const mha::AttentionGrads want =
+                mha::backward_stages(m, query, kv, kv, g_out, mod ? &mask : nullptr);
+            const mha::AttentionGrads got =
+                mha::backward_tiled(m, query, kv, kv, g_out, mod, mha::kNegInf, c.bq, c.bk);
+            CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+        }
+    }
+}
+
+TEST_CASE("backward_tiled: the fill -1e10 on rows that see nothing, as backward_stages") {
+    mha::Rng rng(3710);
+    const mha::MultiHeadAttention m(8, 2, mha::Init::xavier(3710));
+    const mha::Tensor3 x = mha::randn(2, 6, 8, rng), g_out = mha::randn(2, 6, 8, rng);
+    const mha::Mask pad = mha::padding_mask({0, 4}, 6);  // sequence 0 sees nothing
+    const mha::AttentionGrads want = mha::backward_stages(m, x, x, x, g_out, &pad, -1e10f);
+    const mha::AttentionGrads got =
+        mha::backward_tiled(m, x, x, x, g_out, mha::mask_mod_of(pad), -1e10f, 4, 4);
+    CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+}
+
+TEST_CASE("backward_tiled: NaN where backward_stages puts NaN") {
+    // A NaN in one query row, in one key, in one value; causal, so that
+    // skipped tiles would hide the NaN if they were skipped.
+    for (int where = 0; where < 3; ++where) {
+        CAPTURE(where);
+        mha::Rng rng(3720 + where);
+        const mha::MultiHeadAttention m(8, 2, 1, mha::Init::xavier(3720));
+        mha::Tensor3 query = mha::randn(1, 9, 8, rng), key = mha::randn(1, 9, 8, rng);
+        mha::Tensor3 value = mha::randn(1, 9, 8, rng);
+        const mha::Tensor3 g_out = mha::randn(1, 9, 8, rng);
+        mha::Tensor3* spoiled[] = {&query, &key, &value};
+        (*spoiled[where])(0, 6, 3) = NAN;
+        const mha::Mask causal = mha::causal_mask(9, 9);
+        const mha::AttentionGrads want =
+            mha::backward_stages(m, query, key, value, g_out, &causal);
+        const mha::AttentionGrads got = mha::backward_tiled(
+            m, query, key, value, g_out, mha::causal_mod(), mha::kNegInf, 4, 4);
+        CHECK(tiled_bwd::nan_count(want) > 0);  // the case is what it says
+        CHECK(tiled_bwd::nan_count(got) == tiled_bwd::nan_count(want));
+        CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);  // NaN in the same places
+    }
+}
+
+TEST_CASE("tiled_attention_backward against central finite differences in double") {
+    // GQA (4 query heads over 2), Tq != Tk, blocks that do not divide T, and
+    // a mask_mod under which query 0 sees nothing
+    const std::size_t B = 1, H = 4, H_kv = 2, Tq = 5, Tk = 7, D = 4;
+    const mha::MaskMod mod = [](std::size_t, std::size_t, std::size_t i, std::size_t j) {
+        return i > 0 && j <= i + 1;
+    };
+    for (const mha::MaskMod& mask_mod : {mha::MaskMod{}, mod}) {
+        CAPTURE(bool(mask_mod));
+        mha::Rng rng(3730);
+        mha::Tensor4 q = tiled_bwd::normals(B, H, Tq, D, rng);
+        mha::Tensor4 k = tiled_bwd::normals(B, H_kv, Tk, D, rng);
+        mha::Tensor4 v = tiled_bwd::normals(B, H_kv, Tk, D, rng);
+        const mha::Tensor4 r = tiled_bwd::normals(B, H, Tq, D, rng);  // dL/dO
+        const mha::TiledAttention f = mha::tiled_attention(q, k, v, mask_mod, mha::kNegInf, 2, 3);
+        const mha::TiledGrads g = mha::tiled_attention_backward(
+            q, k, v, f.context, r, f.lse, mask_mod, mha::kNegInf, 2, 3);
+        const std::function<double()> loss = [&] {
+            return tiled_bwd::attention_loss(q, k, v, mask_mod, r);
+        };
+        // floor 1e-2: a zero gradient (query 0, keys no one sees) must be
+        // within 1e-5 absolute
+        CHECK(mha_test::fd_error(q, g.dq, loss, 1e-2) < 1e-3);
+        CHECK(mha_test::fd_error(k, g.dk, loss, 1e-2) < 1e-3);
+        CHECK(mha_test::fd_error(v, g.dv, loss, 1e-2) < 1e-3);
+    }
+}
+
+TEST_CASE("tiled_attention_backward: shapes that do not fit, and block 0, are one line") {
+    mha::Rng rng(3740);
+    const mha::Tensor4 q = tiled_bwd::normals(1, 4, 3, 8, rng);
+    const mha::Tensor4 k = tiled_bwd::normals(1, 2, 5, 8, rng);
+    const mha::Tensor3 lse = mha::Tensor3::from_shape({1, 4, 3});
+    CHECK_NOTHROW(mha::tiled_attention_backward(q, k, k, q, q, lse, {}, mha::kNegInf, 2, 2));
+    CHECK_THROWS_AS(mha::tiled_attention_backward(q, k, k, q, q, lse, {}, mha::kNegInf, 0, 2),
+                    std::invalid_argument);
+    const mha::Tensor3 short_lse = mha::Tensor3::from_shape({1, 4, 2});
+    CHECK_THROWS_AS(
+        mha::tiled_attention_backward(q, k, k, q, q, short_lse, {}, mha::kNegInf, 2, 2),
+        std::invalid_argument);
+    const mha::Tensor4 k3 = tiled_bwd::normals(1, 3, 5, 8, rng);  // 3 does not divide 4
+    CHECK_THROWS_AS(mha::tiled_attention_backward(q, k3, k3, q, q, lse, {}, mha::kNegInf, 2, 2),
+                    std::invalid_argument);
+}
+
+// The engine: backward() given a trace_no_weights() runs the tiles of
+// src/mha/fast/tiled_backward.cpp; equal to the stages and to the teaching
+// backward_tiled() on sizes across its 64-row and 64-key tiles.
+TEST_CASE("backward() from trace_no_weights() equals backward_stages and backward_tiled" *
+          doctest::test_suite("oracle")) {
+    struct Case {
+        std::size_t B, Tq, Tk, E, H, H_kv;
+    };
+    const std::vector<Case> cases = {{2, 5, 5, 8, 2, 2},       {1, 64, 64, 16, 2, 1},
+                                     {1, 65, 130, 16, 4, 2},   {2, 129, 70, 32, 2, 2},
+                                     {1, 1, 1, 8, 2, 1},       {1, 200, 200, 32, 4, 1}};
+    std::uint64_t seed = 3750;
+    for (const Case& c : cases) {
+        mha::Rng rng(++seed);
+        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
+        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
+        std::vector<std::size_t> lengths;  // sequence 0 all padding: rows that see nothing
+        for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + 67 * b % c.Tk);
+        mha::Tensor4 bias({1, c.H, c.Tq, c.Tk});
+        for (float& x : bias) x = 0.5f * rng.normal();
+        const mha::Mask causal = mha::causal_mask(c.Tq, c.Tk);
+        const mha::Mask pad = mha::padding_mask(lengths, c.Tk);
+        const mha::Mask window = mha::mask_of(mha::sliding_window(40), c.B, c.H, c.Tq, c.Tk);
+        struct Masking {
+            const char* name;
+            const mha::Mask* mask;
+            float fill;
+            const mha::Tensor4* bias;
+        };
+        const Masking masks[] = {{"none", nullptr, mha::kNegInf, nullptr},
+                                 {"causal", &causal, mha::kNegInf, nullptr},
+                                 {"padding", &pad, mha::kNegInf, nullptr},
+                                 {"padding, fill -1e10", &pad, -1e10f, nullptr},
+                                 {"sliding window 40", &window, mha::kNegInf, nullptr},
+                                 {"causal + score bias", &causal, mha::kNegInf, &bias}};
+        for (const Masking& k : masks) {
+            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H); CAPTURE(c.H_kv);
+            CAPTURE(k.name);
+            const mha::AttentionGrads want =
+                mha::backward_stages(m, query, kv, kv, g_out, k.mask, k.fill, k.bias);
+            const mha::ForwardTrace t =
+                m.trace_no_weights(query, kv, kv, k.mask, k.fill, k.bias);
+            CHECK(t.weights.size() == 0);
+            const mha::AttentionGrads got =
+                mha::backward(m, t, query, kv, kv, g_out, k.mask, k.fill, k.bias);
+            CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+            if (k.bias == nullptr) {  // the teaching version has no score bias
+                const mha::MaskMod mod = k.mask ? mha::mask_mod_of(*k.mask) : mha::MaskMod{};
+                const mha::AttentionGrads taught =
+                    mha::backward_tiled(m, query, kv, kv, g_out, mod, k.fill);
+                CHECK(tiled_bwd::worst_relative(got, taught) < 1e-5);
+            }
+        }
+    }
+}
+
+TEST_CASE("backward_self_attention from trace_no_weights(mha::causal), no [T, T] tensor") {
+    for (std::size_t T : {7, 64, 150}) {
+        CAPTURE(T);
+        mha::Rng rng(3760 + T);
+        const mha::MultiHeadAttention m(32, 4, 2, mha::Init::xavier(3760));
+        const mha::Tensor3 x = mha::randn(2, T, 32, rng), g_out = mha::randn(2, T, 32, rng);
+        mha::ForwardTrace with;  // with the weights: the engine's other backward
+        m.trace_into(with, x, x, x, mha::causal);
+        const mha::AttentionGrads want =
+            mha::backward_self_attention(m, with, x, g_out, mha::causal);
+        const mha::ForwardTrace t = m.trace_no_weights(x, x, x, mha::causal);
+        CHECK(t.lse.shape() == mha::Tensor3::shape_type{2, 4, T});
+        const mha::AttentionGrads got = mha::backward_self_attention(m, t, x, g_out, mha::causal);
+        CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+    }
+}
+
+TEST_CASE("backward() from trace_no_weights(): NaN where backward_stages puts NaN") {
+    for (int where = 0; where < 3; ++where) {
+        CAPTURE(where);
+        mha::Rng rng(3770 + where);
+        const mha::MultiHeadAttention m(16, 2, 1, mha::Init::xavier(3770));
+        mha::Tensor3 query = mha::randn(1, 80, 16, rng), key = mha::randn(1, 80, 16, rng);
+        mha::Tensor3 value = mha::randn(1, 80, 16, rng);
+        const mha::Tensor3 g_out = mha::randn(1, 80, 16, rng);
+        mha::Tensor3* spoiled[] = {&query, &key, &value};
+        (*spoiled[where])(0, 70, 3) = NAN;  // in the second tile of 64
+        const mha::Mask causal = mha::causal_mask(80, 80);
+        const mha::AttentionGrads want =
+            mha::backward_stages(m, query, key, value, g_out, &causal);
+        const mha::ForwardTrace t = m.trace_no_weights(query, key, value, &causal);
+        const mha::AttentionGrads got = mha::backward(m, t, query, key, value, g_out, &causal);
+        CHECK(tiled_bwd::nan_count(want) > 0);
+        CHECK(tiled_bwd::nan_count(got) == tiled_bwd::nan_count(want));
+        CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+    }
+}
