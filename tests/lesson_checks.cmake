@@ -6,6 +6,8 @@
 #                  masks are saved as bool.
 # MODE dump_size   what LESSON --help says a default-size dump takes is what
 #                  it writes (within 1% or 0.6 MB, the help's rounding).
+#                  DUMP_ARGS (--steps 10) cut a training: the tensors shown
+#                  and their sizes are the same, its closing checks may fail.
 # MODE pause_tty   --pause on a terminal clears the screen before each section
 #                  (ESC [H ESC [2J) and prints the lesson's title and sizes
 #                  lines on top of each, and never clears when stdout is not a
@@ -75,10 +77,19 @@ if(MODE STREQUAL "dump_names")
 elseif(MODE STREQUAL "dump_size")
   run_lesson(help ${LESSON} --help)
   file(REMOVE_RECURSE "${DIR}")
+  separate_arguments(cut UNIX_COMMAND "${DUMP_ARGS}")
   if(help MATCHES "saves nothing")
-    run_lesson(o ${LESSON} --tiny --dump ${DIR})  # at any size: it has no dump() call
+    set(run ${LESSON} --tiny --dump ${DIR} ${cut})  # at any size: it has no dump() call
   else()
-    run_lesson(o ${LESSON} --dump ${DIR})
+    set(run ${LESSON} --dump ${DIR} ${cut})
+  endif()
+  if(cut)
+    execute_process(COMMAND ${run} OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0 AND NOT rc EQUAL 1)  # 1: a check failed, so few steps in
+      message(FATAL_ERROR "${run} failed (${rc}):\n${o}${e}")
+    endif()
+  else()
+    run_lesson(o ${run})
   endif()
   file(GLOB_RECURSE files "${DIR}/*")
   set(bytes 0)
