@@ -6,6 +6,8 @@
 #                  masks are saved as bool.
 # MODE dump_size   what LESSON --help says a default-size dump takes is what
 #                  it writes (within 1% or 0.6 MB, the help's rounding).
+#                  DUMP_ARGS (--steps 10) cut a training: the tensors shown
+#                  and their sizes are the same, its closing checks may fail.
 # MODE pause_tty   --pause on a terminal clears the screen before each section
 #                  (ESC [H ESC [2J) and prints the lesson's title and sizes
 #                  lines on top of each, and never clears when stdout is not a
@@ -28,9 +30,12 @@
 # MODE sooner      LESSON (19_heads_learn) with FIRST's flags passes 90% accuracy
 #                  at an earlier step than with SECOND's: what lesson 19's
 #                  exercises say of --lr 0.01 and of --heads 1.
-# MODE seeds       LESSON with ARGS and --seed 0 .. COUNT-1 passes all its
-#                  self-checks (exit 0, no FAILED line) for at least NEED seeds:
-#                  training that holds for most seeds, not only the one shown.
+# MODE seeds       LESSON with ARGS and --seed FIRST .. COUNT-1 (FIRST 0 unless
+#                  given) passes all its self-checks (exit 0, no FAILED line) for
+#                  at least NEED seeds: training that holds for most seeds, not
+#                  only the one shown. With THREADS_SEED, that seed also runs with
+#                  2 and 3 workers (MHA_THREADS; the others with 1), passes and
+#                  prints the same as with 1, EXPECT included.
 cmake_minimum_required(VERSION 3.25)
 
 function(run_lesson out)
@@ -75,10 +80,19 @@ if(MODE STREQUAL "dump_names")
 elseif(MODE STREQUAL "dump_size")
   run_lesson(help ${LESSON} --help)
   file(REMOVE_RECURSE "${DIR}")
+  separate_arguments(cut UNIX_COMMAND "${DUMP_ARGS}")
   if(help MATCHES "saves nothing")
-    run_lesson(o ${LESSON} --tiny --dump ${DIR})  # at any size: it has no dump() call
+    set(run ${LESSON} --tiny --dump ${DIR} ${cut})  # at any size: it has no dump() call
   else()
-    run_lesson(o ${LESSON} --dump ${DIR})
+    set(run ${LESSON} --dump ${DIR} ${cut})
+  endif()
+  if(cut)
+    execute_process(COMMAND ${run} OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0 AND NOT rc EQUAL 1)  # 1: a check failed, so few steps in
+      message(FATAL_ERROR "${run} failed (${rc}):\n${o}${e}")
+    endif()
+  else()
+    run_lesson(o ${run})
   endif()
   file(GLOB_RECURSE files "${DIR}/*")
   set(bytes 0)
@@ -190,12 +204,36 @@ elseif(MODE STREQUAL "same_files")  # FILES, in DIR, hold the same bytes
 
 elseif(MODE STREQUAL "seeds")
   separate_arguments(args UNIX_COMMAND "${ARGS}")
+  if(NOT DEFINED FIRST)
+    set(FIRST 0)
+  endif()
   math(EXPR last "${COUNT} - 1")
+  math(EXPR count "${COUNT} - ${FIRST}")
   set(passed 0)
   set(report "")
-  foreach(seed RANGE ${last})
-    execute_process(COMMAND ${LESSON} ${args} --seed ${seed} OUTPUT_VARIABLE o
-                    ERROR_VARIABLE e RESULT_VARIABLE rc)
+  foreach(seed RANGE ${FIRST} ${last})
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env MHA_THREADS=1 ${LESSON} ${args} --seed ${seed}
+                    OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+    if(DEFINED THREADS_SEED AND seed EQUAL THREADS_SEED)
+      if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "--seed ${seed}, MHA_THREADS=1: exit ${rc}\n${o}${e}")
+      endif()
+      string(FIND "${o}" "${EXPECT}" at)
+      if(at EQUAL -1)
+        message(FATAL_ERROR "--seed ${seed}: no '${EXPECT}', no training ran:\n${o}")
+      endif()
+      foreach(n 2 3)
+        execute_process(COMMAND ${CMAKE_COMMAND} -E env MHA_THREADS=${n} ${LESSON} ${args}
+                                --seed ${seed} OUTPUT_VARIABLE on RESULT_VARIABLE rcn)
+        if(NOT rcn EQUAL 0)
+          message(FATAL_ERROR "--seed ${seed}, MHA_THREADS=${n}: exit ${rcn}\n${on}")
+        elseif(NOT on STREQUAL o)
+          message(FATAL_ERROR "--seed ${seed}: MHA_THREADS=${n} printed something else than "
+                              "MHA_THREADS=1:\n${on}")
+        endif()
+      endforeach()
+      string(APPEND report "--seed ${seed}: the same with 1, 2 and 3 workers\n")
+    endif()
     string(REGEX MATCHALL "\n(OK|FAILED), [^\n]*" claims "${o}")
     string(FIND "${o}" "\nFAILED, " failed)
     if(rc EQUAL 0 AND failed EQUAL -1 AND claims)
@@ -204,9 +242,9 @@ elseif(MODE STREQUAL "seeds")
     string(REPLACE ";" "" claims "${claims}")
     string(APPEND report "--seed ${seed}: exit ${rc}${claims}${e}\n")
   endforeach()
-  message(STATUS "${passed} of ${COUNT} seeds passed every check:\n${report}")
+  message(STATUS "${passed} of ${count} seeds passed every check:\n${report}")
   if(passed LESS NEED)
-    message(FATAL_ERROR "only ${passed} of ${COUNT} seeds passed, ${NEED} needed")
+    message(FATAL_ERROR "only ${passed} of ${count} seeds passed, ${NEED} needed")
   endif()
 
 elseif(MODE STREQUAL "same_across_threads")  # ARGS give the same stdout with 1, 2, 3 workers

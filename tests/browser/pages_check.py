@@ -31,7 +31,6 @@ import pathlib
 import re
 import shutil
 import sys
-import time
 
 SIZES = [(1024, 768), (1920, 1080)]
 MIN_SHARE = 0.70  # of the window's width, for the content column
@@ -174,12 +173,31 @@ return {column: Math.round(right - left), window: window.innerWidth,
         pageScroll: root.scrollWidth - root.clientWidth,
         paneScroll: doc.scrollWidth - doc.clientWidth, bad: bad, pics: pics};
 """
-MATHJAX_DONE = """
-if (typeof MathJax === 'undefined' || !MathJax.Hub) return true;
-const q = MathJax.Hub.queue;
-return q.pending === 0 && q.running === 0 &&
-       document.querySelectorAll('script[type^="math/tex"]').length ===
-       document.querySelectorAll('script[type^="math/tex"][id^="MathJax-Element"]').length;
+# In the page, polled there every 20 ms (no round trip to the driver): MathJax
+# has set every formula and every picture in the column has its size. The
+# answer is true, or false after 15 s (then the measures tell what is wrong).
+SETTLED = r"""
+const done = arguments[arguments.length - 1];
+const end = Date.now() + 15000;
+function settled() {
+  if (typeof MathJax !== 'undefined' && MathJax.Hub) {
+    const q = MathJax.Hub.queue;
+    if (q.pending !== 0 || q.running !== 0) return false;
+    if (document.querySelectorAll('script[type^="math/tex"]').length !==
+        document.querySelectorAll('script[type^="math/tex"][id^="MathJax-Element"]').length)
+      return false;
+  }
+  for (const p of document.querySelectorAll('div.contents object, div.contents img')) {
+    const b = p.getBoundingClientRect();
+    if (!(b.width > 0 && b.height > 0)) return false;
+  }
+  return document.readyState === 'complete';
+}
+(function poll() {
+  if (settled()) done(true);
+  else if (Date.now() > end) done(false);
+  else setTimeout(poll, 20);
+})();
 """
 
 opts = webdriver.ChromeOptions()
@@ -188,6 +206,7 @@ for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"
     opts.add_argument(a)
 try:
     browser = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    browser.set_script_timeout(30)
 except Exception as e:  # a container where Chromium cannot start
     print(f"skipped: headless Chromium did not start ({str(e).splitlines()[0]})")
     sys.exit(1 if failures else 77)
@@ -201,10 +220,7 @@ try:
         browser.set_window_size(2 * w - inner[0], 2 * h - inner[1])
         for name in names:
             browser.get((site / f"{name}.html").as_uri())
-            end = time.time() + 15
-            while not browser.execute_script(MATHJAX_DONE) and time.time() < end:
-                time.sleep(0.1)
-            time.sleep(0.2)  # the images' sizes, once loaded
+            browser.execute_async_script(SETTLED)
             m = browser.execute_script(MEASURE)
             where = f"{name} at {w}x{h}"
             if not check(f"{where}: {m.get('error')}", "error" not in m):
