@@ -9,6 +9,7 @@
 // B = batch, T = time, E = d_model, H = heads, D = E / H, p = pair 0 .. D/2 - 1.
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include <xtensor/xview.hpp>
 
@@ -47,14 +48,13 @@ int main(int argc, char** argv) {
         for (std::size_t t = 0; t < std::min<std::size_t>(T, 8); ++t) {
             const double a = double(t);  // pair 0 turns 1 radian a position
             const double slow = a * std::pow(theta, -2.0 * (D / 2 - 1) / D);  // the last
-            const double y1 = x1 * std::cos(a) - x2 * std::sin(a);
+            SHOWN(L, const double y1 = x1 * std::cos(a) - x2 * std::sin(a));
             const double y2 = x1 * std::sin(a) + x2 * std::cos(a);
             const double r = std::hypot(y1, y2);  // the length after the turn
             norm_drift = std::max(norm_drift, std::abs(r - std::hypot(x1, x2)));
             std::printf("%5zu %10.3f %9.4f %9.4f %8.4f %14.6f\n", t, a, y1, y2, r, slow);
         }
-        L.code("x1 * cos - x2 * sin  # llama2.c: q0 * fcr - q1 * fci",
-               "const double y1 = x1 * std::cos(a) - x2 * std::sin(a)");
+        L.code("x1 * cos - x2 * sin  # llama2.c: q0 * fcr - q1 * fci");
         L.say("The pair moves on a circle, its length kept: fast for p = 0, barely for "
               "the last pair. D / 2 such clocks tell the position, adding nothing to x.");
 
@@ -130,15 +130,11 @@ int main(int argc, char** argv) {
                         2 * p, 2 * p + 1, p, p + D / 2);
         const mha::Tensor4 s_half = scaled_scores(rope(q, true, 0), rope(k, true, 0));
         const double apart = max_abs_diff(s_half, s);
-        // evens first, then odds: interleaved pair p lands on (p, p + D/2)
-        auto permute = [&](const mha::Tensor4& x) {
-            mha::Tensor4 y = x;  // [B, H, T, D]
-            auto coord = [](auto& t, std::size_t d) {  // coordinate d of every head
-                return xt::view(t, xt::all(), xt::all(), xt::all(), d);
-            };
-            for (std::size_t p = 0; p < D / 2; ++p)
-                coord(y, p) = coord(x, 2 * p), coord(y, p + D / 2) = coord(x, 2 * p + 1);
-            return y;
+        std::vector<std::size_t> order;  // evens, then odds: pair p lands on (p, p + D/2)
+        for (std::size_t d = 0; d < D; d += 2) order.push_back(d);  // arange(0, D, 2)
+        for (std::size_t d = 1; d < D; d += 2) order.push_back(d);  // arange(1, D, 2)
+        auto permute = [&](const mha::Tensor4& x) -> mha::Tensor4 {  // [B, H, T, D]
+            return xt::view(x, xt::all(), xt::all(), xt::all(), xt::keep(order));
         };
         SHOWN(L, const mha::Tensor4 q_half = rope(permute(q), true, 0));
         L.step("permute q's coordinates, then rotate-half", "q_half", q_half,

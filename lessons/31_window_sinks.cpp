@@ -3,13 +3,12 @@
 // Adds: decoding under sinks_window(S, W), where position t sees keys 0..S-1 and
 // t-W+1..t. A decoder keeps only those: S + W slots, the sinks for good and a ring of W
 // overwritten in turn, so its cache never grows. One step written out, every step
-// against the masked forward, the bytes against lesson 16's cache, the sinks dropped.
+// against the masked forward, the bytes against lesson 16's cache.
 // Mirrors: Mistral's rolling buffer, cache_k[:, pos % W] = k; StreamingLLM's sinks.
 //
 // B = batch, T = positions, E = d_model, H = heads, H_kv = kv heads, D = E / H,
 // S = sinks, W = window, n = filled slots.
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 #include <xtensor/xview.hpp>
@@ -35,7 +34,7 @@ int main(int argc, char** argv) {
         const std::size_t H = L.opt.heads, H_kv = H % 2 == 0 ? H / 2 : H, D = E / H;
         const std::size_t S = std::size_t(L.opt.extra.at("--sinks"));
         const std::size_t W = std::size_t(L.opt.extra.at("--window"));
-        using lesson::fixed, lesson::sci, mha::linear, mha::split_heads, mha::apply_rope,
+        using lesson::sci, mha::linear, mha::split_heads, mha::apply_rope,
             mha::attend, mha::merge_heads;  // C++17: shorter lines
         L.let("S", S), L.let("W", W), L.let("H_kv", H_kv);
         auto at = [](auto& t, std::size_t a, std::size_t b) {  // positions a..b-1
@@ -105,7 +104,6 @@ int main(int argc, char** argv) {
         mha::RollingCache rolling = mha::make_rolling_cache(m, B, S, W, rope);
         mha::KVCache grown = mha::make_cache(m, B, T, rope);  // lesson 16's: its bytes
         const float* storage = rolling.k.data();
-        mha::Tensor3 y_sinks = mha::Tensor3::from_shape({B, T, E});
         const std::size_t per = 2 * B * H_kv * D * 4;  // bytes of K and V of one position
         std::printf("%10s %15s %15s %20s\n", "positions", "rolling bytes", "full bytes",
                     "its |diff| at t");
@@ -114,7 +112,6 @@ int main(int argc, char** argv) {
             const mha::Tensor3 x = at(X, t, t + 1);  // [B, 1, E]
             SHOWN(L, const mha::Tensor3 y = mha::decode_rolling(m, x, rolling));
             m.decode(x, grown);
-            at(y_sinks, t, t + 1) = y;
             const double d = mha::max_abs_diff(y, at(full.output, t, t + 1));
             worst = std::max(worst, d);
             bytes_ok = bytes_ok && rolling.bytes() == std::min(t + 1, S + W) * per &&
@@ -124,37 +121,6 @@ int main(int argc, char** argv) {
                             grown.bytes(), sci(d).c_str());
         }
         L.code("k_cache[:, :, slot] = k; v_cache[:, :, slot] = v  # then as in 2.");
-
-        L.section("4. Drop the sinks: the same S + W slots, all window");
-        mha::RollingCache bare = mha::make_rolling_cache(m, B, 0, S + W, rope);
-        SHOWN(L, const mha::Tensor3 y_window = mha::decode_rolling(m, X, bare));
-        L.code("k_cache = k_cache[:, :, -(S + W):]  # StreamingLLM's window attention");
-        const mha::Mods causal{{}, mha::causal_mod(), mha::kNegInf, rope};
-        const mha::Tensor3 y_all = m.forward_stages(X, X, X, causal).output;  // [B, T, E]
-        const std::size_t a0 = S + W;  // from here on the two caches differ
-        if (S > 0 && T > a0) {
-            auto off = [&](const mha::Tensor3& y) {  // mean |y - causal| from a0 on
-                return double(xt::mean(xt::abs(at(y, a0, T) - at(y_all, a0, T)))());
-            };
-            const double a = off(y_sinks), b = off(y_window);
-            const auto sinks = xt::view(full.weights, xt::all(), xt::all(),
-                                        xt::range(a0, T), xt::range(0, S));  // the S keys
-            const double share = xt::sum(sinks)() / double(B * H * (T - a0));
-            std::printf("positions %zu..%zu, mean |output - causal forward|:\n  sinks %zu"
-                        " + window %zu: %s\n  window %zu:         %s\n", a0, T - 1, S,
-                        W, fixed(a, 4).c_str(), S + W, fixed(b, 4).c_str());
-            const char* how = std::abs(a - b) < 0.05 * b ? "about as close to"  // 5%
-                              : (a < b ? "closer to" : "further from");
-            L.say("The sinks draw " + fixed(share, 3) + " of each row's weight (spread "
-                  "evenly: S / (S + W) = " + fixed(double(S) / (S + W), 3) + "). These "
-                  "weights are random: nothing made the first keys special, and S slots "
-                  "spent on them leave the output " + how + " the causal one. In trained "
-                  "models heads park much weight on the first tokens: StreamingLLM saw "
-                  "perplexity explode when they were evicted, and keeping 4 restored it. "
-                  "No head here learned a sink: this run cannot show that.");
-        } else {
-            L.say("S = 0 or T <= S + W: the two caches agree (try a larger --time).");
-        }
 
         int rc = L.claim("every decoded position equals the masked forward within 1e-5 "
                          "(max |diff| = " + sci(worst) + ")", worst <= 1e-5);
