@@ -115,6 +115,13 @@ void usage(const Info& info) {
         own_help += "  " + (name.size() < 12 ? name + std::string(12 - name.size(), ' ') : name) +
                     " " + t.help + "\n";
     }
+    // the flags every lesson takes, last in both usages
+    const std::string tail =
+        "  --pause      wait for Enter between sections, for class\n"
+        "  --predict    before each shape, ask for it; score the answers at the end\n"
+        "  --svg DIR    " + std::string(info.draws ? "also write the pictures as SVG files in DIR"
+                                                   : "(this lesson draws no picture)") +
+        "\n  --dump DIR   " + dump_help(info) + "\n  --help       this text\n";
     if (info.fixed_sizes) {  // its data set the sizes: no size flags to list
         std::printf(
             "%s: %s\n\n"
@@ -123,18 +130,10 @@ void usage(const Info& info) {
             "  --tiny       changes nothing: the sizes are the lesson's own (batch %zu,\n"
             "               time %zu, d_model %zu, %zu heads), and it always prints the numbers;\n"
             "               --batch, --time, --d-model, --heads and --seed change nothing\n"
-            "%s"
-            "  --pause      wait for Enter between sections, for class\n"
-            "  --predict    before each shape, ask for it; score the answers at the end\n"
-            "  --svg DIR    %s\n"
-            "  --dump DIR   %s\n"
-            "  --help       this text\n",
+            "%s%s",
             info.name.c_str(), info.summary.c_str(), info.name.c_str(), own.c_str(),
             info.default_batch, info.default_time, info.default_d_model, info.default_heads,
-            own_help.c_str(),
-            info.draws ? "also write the pictures as SVG files in DIR"
-                       : "(this lesson draws no picture)",
-            dump_help(info).c_str());
+            own_help.c_str(), tail.c_str());
         return;
     }
     std::printf(
@@ -149,20 +148,13 @@ void usage(const Info& info) {
         "  --heads H    number of heads; %s (default %zu)\n"
         "%s"
         "  --seed S     seed for the data and the weights (default 0)\n"
-        "  --pause      wait for Enter between sections, for class\n"
-        "  --predict    before each shape, ask for it; score the answers at the end\n"
-        "  --svg DIR    %s\n"
-        "  --dump DIR   %s\n"
-        "  --help       this text\n",
+        "%s",
         info.name.c_str(), info.summary.c_str(), info.name.c_str(), own.c_str(),
         info.tiny_batch, info.tiny_time, info.tiny_d_model,
         info.heads_divide ? std::size_t{2} : std::size_t{3},
         info.default_batch, info.default_time, info.default_d_model,
         info.heads_divide ? "must divide d_model" : "one that does not divide d_model",
-        info.default_heads, own_help.c_str(),
-        info.draws ? "also write the pictures as SVG files in DIR"
-                   : "(this lesson draws no picture)",
-        dump_help(info).c_str());
+        info.default_heads, own_help.c_str(), tail.c_str());
 }
 
 // A folder flag's value: created if missing, and it must be writable.
