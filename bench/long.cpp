@@ -141,10 +141,14 @@ void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double p
 
 }  // namespace
 
-int run_long() {
+int run_long(bool backward_only) {
     const mha::MultiHeadAttention m(kE, kH, mha::Init::xavier(0));
     const double params_mb = 4.0 * (kE * kE + kE) * 4 / 1e6;
     mha::Rng rng(4);
+    if (backward_only) {
+        run_long_backward(m, rng, params_mb);
+        return 0;
+    }
     const mha::Tensor3 base = mha::randn(1, 1024, kE, rng);
     auto at_base = [&] { m.forward_no_weights(base, base, base, mha::causal); };
     std::printf("without weights, B 1, E %zu, H %zu, causal: forward_no_weights(); median of "
