@@ -61,6 +61,11 @@ int run_decode();
 /// @return the exit code
 int run_long(bool backward_only = false);
 
+/// `mha_bench --model-long`: lesson 21's induction model trained at T = 1025
+/// through the tiled backward, then through the ordinary one: losses, time
+/// and peak memory. @return the exit code
+int run_model_long();
+
 /// `mha_bench --masks`: the teaching core's mask stage against its old
 /// direct loop. @return the exit code
 int run_masks();
