@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
             }
         } else {
             std::fprintf(stderr, "mha_bench: unknown argument '%s' (usage: mha_bench "
-                                 "[--article | --decode | --long | --long-backward | --model | --model-long | "
-                                 "--masks] "
+                                 "[--article | --decode | --long | --long-backward | --model | "
+                                 "--model-long | --masks] "
                                  "[--runs N])\n",
                          argv[i]);
             return 2;

@@ -110,7 +110,9 @@ int run_model_long() {
         for (int step = 1; step <= steps; ++step) {
             const mha::TokenBatch batch = mha::repeated_batch(B, n, V, data, 2);  // [B, T]
             mha::StepReport r;
-            s.push_back(seconds([&] { r = mha::train_step(m, adam, batch, t, 1.0, keep_weights); }));
+            s.push_back(seconds([&] {
+                r = mha::train_step(m, adam, batch, t, 1.0, keep_weights);
+            }));
             if (step % 4 == 1 || step == steps) std::printf(" %.3f", r.loss);
         }
         std::printf("\n  model-long T%zu %s: median %.3f s a step, peak RSS %.0f MB\n", T,
