@@ -23,9 +23,12 @@
 // before it (the roofline: FLOPs / its GFLOP/s), the median of the pairs'
 // ratios printed. The tensors that must exist: x, Q, K, V, O (the context),
 // the output, dL/d output, dQ, dK, dV and dX, [T, E] each, L [H, T], and the
-// parameters with their gradients.
+// parameters with their gradients. The forward of each run (trace_no_weights()
+// again, timed on its own) is printed beside the backward: a training step's
+// two halves, for bench/torch_bench.py to set beside PyTorch's.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,15 +114,21 @@ void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double p
         mha::fast::release_kept_memory();
         const mha::Tensor3 x = mha::randn(1, T, kE, rng), dy = mha::randn(1, T, kE, rng);
         reset_peak_rss();
-        const mha::ForwardTrace t = m.trace_no_weights(x, x, x, mha::causal);
-        auto call = [&] {  // the gradients go at the end of each call
-            const mha::AttentionGrads g = mha::backward_self_attention(m, t, x, dy, mha::causal);
+        std::optional<mha::ForwardTrace> t;  // one at a time: the old one goes first
+        auto forward = [&] {
+            t.reset();
+            t.emplace(m.trace_no_weights(x, x, x, mha::causal));
         };
+        auto call = [&] {  // the gradients go at the end of each call
+            const mha::AttentionGrads g = mha::backward_self_attention(m, *t, x, dy, mha::causal);
+        };
+        forward();
         call();  // warm-up
-        std::vector<double> s, ratio;
+        std::vector<double> s, ratio, f;
         const double flops = backward_flops(T);
         for (int r = 0; r < runs; ++r) {
             const double peak = sgemm_gflops();
+            f.push_back(seconds(forward));
             s.push_back(seconds(call));
             ratio.push_back(s.back() / (flops / (peak * 1e9)));
         }
@@ -134,6 +143,10 @@ void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double p
                       "peak RSS %.0f MB, %.2fx the tensors that must exist", T, median(s),
                       median(ratio), rss, rss / must_mb);
         lines.push_back(line);
+        std::snprintf(line, sizeof line,
+                      "training step no-weights T%zu B1 h8 causal: median forward %.3f s + "
+                      "backward %.3f s", T, median(f), median(s));
+        lines.push_back(line);
     }
     std::printf("\n");
     for (const std::string& l : lines) std::printf("%s\n", l.c_str());
@@ -141,10 +154,14 @@ void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double p
 
 }  // namespace
 
-int run_long() {
+int run_long(bool backward_only) {
     const mha::MultiHeadAttention m(kE, kH, mha::Init::xavier(0));
     const double params_mb = 4.0 * (kE * kE + kE) * 4 / 1e6;
     mha::Rng rng(4);
+    if (backward_only) {
+        run_long_backward(m, rng, params_mb);
+        return 0;
+    }
     const mha::Tensor3 base = mha::randn(1, 1024, kE, rng);
     auto at_base = [&] { m.forward_no_weights(base, base, base, mha::causal); };
     std::printf("without weights, B 1, E %zu, H %zu, causal: forward_no_weights(); median of "

@@ -67,6 +67,10 @@ void packed_gemm(const float*, std::size_t, std::size_t, std::size_t, const floa
                  std::size_t, std::size_t, float*, std::size_t, float) {
     throw std::logic_error("packed_gemm: this build has no packed kernels (x86-64 only)");
 }
+void packed_gemm_add(const float*, std::size_t, bool, std::size_t, std::size_t, const float*,
+                     std::size_t, std::size_t, float*, std::size_t, float, bool) {
+    throw std::logic_error("packed_gemm_add: this build has no packed kernels (x86-64 only)");
+}
 void packed_linear(const float*, std::size_t, std::size_t, std::size_t, const LinearPanels*,
                    std::size_t) {
     throw std::logic_error("packed_linear: this build has no packed kernels (x86-64 only)");
