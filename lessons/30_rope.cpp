@@ -138,8 +138,8 @@ int main(int argc, char** argv) {
         L.say("One rotation, reordered: converting Llama, Hugging Face permutes the "
               "rows of wq and wk so that its rotate_half gives Meta's scores.");
 
-        int rc = L.claim("RoPE written out = apply_rope (" + sci(core) + "), norms kept",
-                         core <= 1e-6 && norm_drift <= 1e-12);
+        int rc = L.claim("RoPE written out = apply_rope, max |diff| = " + sci(core) +
+                             ", norms kept", core <= 1e-6 && norm_drift <= 1e-12);
         rc |= L.claim("S(i + s, j + s) = S(i, j) within 1e-4 up to s = 4096 (" +
                           sci(shifted) + "), the diagonals " + sci(spread),
                       shifted <= 1e-4 && spread <= 1e-4 && moved > 1e-3);
