@@ -30,9 +30,9 @@ int main(int argc, char** argv) {
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed;
         const std::string corpus = lesson::corpus_of(L.opt);
-        L.section("1. The model and the held-out poems");
         if (!std::filesystem::exists(corpus))
             return std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str()), 77;
+        L.section("1. The model and the held-out poems");
         const mha::PoemCheckpoint c = mha::load_poem_checkpoint(lesson::model_of(L.opt));
         const mha::Vocab& v = c.vocab;
         const mha::ModelConfig m = c.model.config();
