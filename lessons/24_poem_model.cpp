@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
             SHOWN(L, const auto poems = mha::sample_poems(c.model, v, 32, {t, k}, rng));
             const bool flags = t == temp && k == K;
             const double f = row((flags ? "* t " : "  t ") + fixed(t, 1) + ", top-k " +
-                                 std::to_string(k), poems);
+                                 (k < v.size() ? std::to_string(k) : "all"), poems);
             best = t > 0 ? std::max(best, f) : best, greedy = t > 0 ? greedy : f;
             form = flags ? f : form;
         }
