@@ -97,9 +97,9 @@ int main(int argc, char** argv) {
         }
 
         L.section("5. Without the head: the loss where its pattern matters");
-        L.say("without_head(m, l, h) zeroes the columns of w_o that read head h. Counting "
-              "places (last-mark, start) should matter on the marks and line ends, knowing "
-              "which character comes (previous, partner) on the rest.");
+        L.say("without_head(m, l, h) zeroes the columns of w_o that read head h. "
+              "Counting places (last-mark, start) should matter on the marks and line "
+              "ends; which character comes (previous, partner), on the rest.");
         const auto split = [&](const mha::LanguageModel& model) {
             return mha::split_losses(mha::model_predictions(model, held), v);
         };
