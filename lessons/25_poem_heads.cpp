@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         const mha::LossSplit base = split(c.model);
         std::vector<std::vector<mha::LossSplit>> cut(NL);
         for (std::size_t l = 0; l < NL; ++l)
-            for (std::size_t h = 0; h < H; ++h) {
+            for (std::size_t h = 0; h < H; ++h) {  // every head zeroed in turn
                 SHOWN(L, cut[l].push_back(split(mha::without_head(c.model, l, h))));
             }
         L.code("m.layers[l].self_attn.out_proj.weight.data[:, h * D:(h + 1) * D] = 0");
@@ -122,12 +122,11 @@ int main(int argc, char** argv) {
                 return marks ? cut[a][b].marks - base.marks : cut[a][b].rest - base.rest;
             };
             std::vector<double> others;  // the rise without each other head
-            for (std::size_t a = 0; a < NL; ++a)
-                for (std::size_t b = 0; b < H; ++b)
-                    if (a != l || b != h) others.push_back(rise(a, b));
-            for (const double o : others) beats[k] += rise(l, h) > o;
             double mean = 0;
-            for (const double o : others) mean += o / double(others.size());
+            for (std::size_t i = 0; i < NL * H; ++i)  // layer i / H, head i % H
+                if (i != l * H + h) others.push_back(rise(i / H, i % H));
+            for (const double o : others)
+                beats[k] += rise(l, h) > o, mean += o / double(others.size());
             std::sort(others.begin(), others.end());
             std::printf("%-9s L%zu H%zu  %-9s %7.3f %13.3f %7.3f %6zu of %zu\n",
                         names[k], l, h, marks ? "marks, \\n" : "the rest", rise(l, h),
