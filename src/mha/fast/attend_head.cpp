@@ -275,8 +275,7 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
                     const std::size_t off = partial[p] * C, n = std::min(C, cols - off);
                     mask_part(row + off, n, b, h, i0 + r, j0 + off, s, mask, fill);
                 }
-                float mx = m[r];
-                for (std::size_t j = 0; j < cols; ++j) mx = std::max(mx, row[j]);
+                const float mx = row_max(row, cols, m[r]);
                 if (mx == kNegInf) {  // nothing to see yet, unless a NaN hides
                     bool nan = false;
                     for (std::size_t j = 0; j < cols; ++j) nan = nan || std::isnan(row[j]);
