@@ -220,14 +220,13 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
     const bool may_skip = fill == kNegInf;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
     const auto [kt, vp] = pack_kv(x, s);
-    // This thread's tile [64, 256], accumulator [64, D], a block's weights
-    // x V [64, D], and each row's running max and sum.
+    // This thread's tile [64, 256], accumulator [64, D], and each row's
+    // running max and sum.
     thread_local Buffer work;
-    work.resize(kRowBlock * (kKeyBlock + 2 * D + 2));
+    work.resize(kRowBlock * (kKeyBlock + D + 2));
     float* const tile = work.data();
     float* const acc = tile + kRowBlock * kKeyBlock;
-    float* const part = acc + kRowBlock * D;
-    float* const m = part + kRowBlock * D;
+    float* const m = acc + kRowBlock * D;
     float* const l = m + kRowBlock;
     std::size_t computed = 0;  // block-mask tiles computed
     // Whether tile (qb, kb) is computed: not when empty and skippable, and
@@ -285,18 +284,20 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
                 }
                 const float rescale = std::exp(m[r] - mx);  // 0 while m[r] is -inf
                 l[r] = l[r] * rescale + exp_sum(row, cols, mx);
-                for (std::size_t d = 0; d < D; ++d) acc[r * D + d] *= rescale;
+                if (mx != m[r]) {  // when the max stays, rescale is 1: nothing to do
+                    for (std::size_t d = 0; d < D; ++d) acc[r * D + d] *= rescale;
+                }
                 m[r] = mx;
             }
             // 3) this tile's weights x V: [rows, cols] x [cols, D], added
+            //    into the accumulator as the product stores it
             if (vp != nullptr) {
-                packed_gemm(tile, kKeyBlock, rows, cols, vp + j0 * kPanelWidth, Tk, D, part, D,
-                            1.0f);
+                packed_gemm(tile, kKeyBlock, rows, cols, vp + j0 * kPanelWidth, Tk, D, acc, D,
+                            1.0f, true);
             } else {
                 gemm({tile, rows, cols, kKeyBlock}, false, {x.v + j0 * Ekv, cols, D, Ekv}, false,
-                     part, D);
+                     acc, D, 1.0f, 1.0f);
             }
-            for (std::size_t i = 0; i < rows * D; ++i) acc[i] += part[i];
         }
         // 4) divide by the sums. A row with every key masked has weights 0
         //    and keeps acc: 0, or NaN where 0 met a NaN in V, as attend_head()
