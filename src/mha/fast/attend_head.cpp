@@ -209,7 +209,8 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
 
 std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
                               const Mask* mask, float fill, const Tensor4* score_bias,
-                              const BlockMask& bm) {
+                              const BlockMask& bm, std::size_t first_block,
+                              std::size_t end_block) {
     const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
     const std::size_t C = bm.cols;  // keys per tile of the block mask
     if (bm.rows != kRowBlock || kKeyBlock % C != 0 || bm.q_blocks * kRowBlock < Tq ||
@@ -236,7 +237,7 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
         if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, Ekv);
         return kb * C >= v_bad;
     };
-    for (std::size_t qb = 0; qb * kRowBlock < Tq; ++qb) {
+    for (std::size_t qb = first_block; qb < end_block && qb * kRowBlock < Tq; ++qb) {
         const std::size_t i0 = qb * kRowBlock, rows = std::min(kRowBlock, Tq - i0);
         std::fill(acc, acc + rows * D, 0.0f);
         std::fill(m, m + rows, kNegInf);
