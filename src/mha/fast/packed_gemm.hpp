@@ -67,8 +67,8 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
                  std::size_t n, float* dst);
 
 /// C = alpha A B, with B the first @p k rows and @p n columns of a
-/// right-hand side that pack_panels() packed. C is overwritten; nothing is
-/// read from it first.
+/// right-hand side that pack_panels() packed. C is overwritten (nothing is
+/// read from it first), or, with @p add, C += alpha A B.
 /// @param a        A `[m, k]`, rows @p lda apart
 /// @param lda      distance between rows of A
 /// @param m        rows of A and C
@@ -79,9 +79,10 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
 /// @param c        C `[m, n]`, rows @p ldc apart
 /// @param ldc      distance between rows of C
 /// @param alpha    scale of the product
+/// @param add      add the product to C instead of overwriting it
 void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                  const float* packed, std::size_t packed_k, std::size_t n, float* c,
-                 std::size_t ldc, float alpha);
+                 std::size_t ldc, float alpha, bool add = false);
 
 /// C = alpha op(A) B, or C += alpha op(A) B, with B packed as for
 /// packed_gemm() and A read in place, by rows or, transposed, by columns

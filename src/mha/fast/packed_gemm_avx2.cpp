@@ -390,12 +390,12 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
 
 void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                  const float* packed, std::size_t packed_k, std::size_t n, float* c,
-                 std::size_t ldc, float alpha) {
+                 std::size_t ldc, float alpha, bool add_to_c) {
     const bool wide = wide_tiles_on();
     for (std::size_t t0 = 0; t0 < k; t0 += kDepth) {
         const std::size_t kc = std::min(kDepth, k - t0);
         const float* b = packed + t0 * kPanelWidth;
-        const bool add = t0 > 0;
+        const bool add = add_to_c || t0 > 0;
         std::size_t i = 0;
         for (; i + 6 <= m; i += 6)
             row_tiles<6>(a + i * lda + t0, lda, b, packed_k, kc, n, c + i * ldc, ldc,
