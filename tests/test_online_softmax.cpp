@@ -2,7 +2,8 @@
 // equals the plain one, whatever the block; attention in tiles equals the
 // stages' scores -> mask -> softmax -> weights x V, with masks, Tq != Tk,
 // T = 1, blocks that do not divide T, grouped-query heads; and its
-// log-sum-exp is the one the scores give.
+// log-sum-exp is the one the scores give; with a score_mod (ALiBi,
+// soft-capping) it equals forward_stages() given the same Mods.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -149,6 +150,51 @@ TEST_CASE("tiled_attention inside the module equals the plain-loop oracle, GQA a
                 mha::tiled_attention(st.q, st.k, st.v, mp, mha::kNegInf, 3, 4);
             const mha::Tensor3 y = mha::linear(mha::merge_heads(t.context), m.w_o);
             CHECK(mha::max_abs_diff(y, mha::reference_forward(m, q, kv, kv, mp).output) < 2e-5);
+        }
+    }
+}
+
+TEST_CASE("tiled_attention with a score_mod equals forward_stages with the same Mods" *
+          doctest::test_suite("oracle")) {
+    struct Case {
+        std::size_t B, Tq, Tk, E, H, H_kv, bq, bk;
+    };
+    // blocks that do not divide T, GQA, Tq != Tk both ways, one tile
+    const std::vector<Case> cases = {{1, 5, 5, 8, 2, 2, 4, 4},   {2, 9, 9, 16, 4, 2, 4, 4},
+                                     {1, 7, 3, 16, 4, 1, 2, 4},  {2, 6, 11, 12, 3, 3, 4, 5},
+                                     {1, 13, 13, 16, 4, 2, 64, 64}};
+    std::uint64_t seed = 1870;
+    for (const Case& c : cases) {
+        mha::Rng rng(++seed);
+        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
+        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+        struct Variant {
+            const char* name;
+            mha::ScoreMod score_mod;
+            mha::MaskMod mask_mod;
+        };
+        // a cap of 0.5 bends the scores of these sizes (|s| about 1)
+        const Variant variants[] = {
+            {"alibi", mha::alibi(c.H), {}},
+            {"softcap 0.5", mha::softcap(0.5f), {}},
+            {"alibi, causal", mha::alibi(c.H), mha::causal_mod()},
+            {"softcap 0.5, causal", mha::softcap(0.5f), mha::causal_mod()},
+            {"softcap then alibi, window 3", mha::chain(mha::softcap(0.5f), mha::alibi(c.H)),
+             mha::sliding_window(3)}};
+        for (const Variant& var : variants) {
+            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H); CAPTURE(c.H_kv);
+            CAPTURE(c.bq); CAPTURE(c.bk); CAPTURE(var.name);
+            const mha::Mods mods{var.score_mod, var.mask_mod, mha::kNegInf, {}};
+            const mha::Stages st = m.forward_stages(query, kv, kv, mods);
+            const mha::TiledAttention t = mha::tiled_attention(
+                st.q, st.k, st.v, var.mask_mod, mha::kNegInf, c.bq, c.bk, var.score_mod);
+            const mha::Tensor3 got = mha::merge_heads(t.context);  // [B, Tq, E]
+            CHECK(mha::max_abs_diff(got, st.context) < 5e-6);
+            // the mod matters at these sizes: without it the context differs
+            const mha::TiledAttention plain = mha::tiled_attention(
+                st.q, st.k, st.v, var.mask_mod, mha::kNegInf, c.bq, c.bk);
+            CHECK(mha::max_abs_diff(mha::merge_heads(plain.context), st.context) > 1e-3);
         }
     }
 }

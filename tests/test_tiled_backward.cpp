@@ -4,7 +4,9 @@
 // edges, with masks (tensors and mask_mods), grouped-query heads, Tq != Tk
 // and rows that see no key; NaN where backward_stages() puts NaN; and its
 // dQ, dK, dV agree with central finite differences of a loss computed in
-// double.
+// double; with ALiBi and soft-capping (a score_mod and its derivative)
+// too, against finite differences and, for ALiBi, against
+// backward_stages() given it as a score bias.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -99,9 +101,15 @@ std::size_t nan_count(const mha::AttentionGrads& g) {
     return n;
 }
 
-// The loss sum(O o R) of attention of q over k, v under @p mod, in double.
+// A score_mod in double: the new score from the old one and b, h, i, j.
+using DoubleMod = std::function<double(double s, std::size_t b, std::size_t h, std::size_t i,
+                                       std::size_t j)>;
+
+// The loss sum(O o R) of attention of q over k, v under @p mod (and the
+// score_mod @p smod before it, if any), in double.
 double attention_loss(const mha::Tensor4& q, const mha::Tensor4& k, const mha::Tensor4& v,
-                      const mha::MaskMod& mod, const mha::Tensor4& r) {
+                      const mha::MaskMod& mod, const mha::Tensor4& r,
+                      const DoubleMod& smod = {}) {
     const std::size_t B = q.shape(0), H = q.shape(1), Tq = q.shape(2), D = q.shape(3);
     const std::size_t Tk = k.shape(2), group = H / k.shape(1);
     const double scale = 1.0 / std::sqrt(double(D));
@@ -115,7 +123,8 @@ double attention_loss(const mha::Tensor4& q, const mha::Tensor4& k, const mha::T
                     double dot = 0;
                     for (std::size_t d = 0; d < D; ++d)
                         dot += double(q(b, h, i, d)) * k(b, h / group, j, d);
-                    s[j] = !mod || mod(b, h, i, j) ? dot * scale : -INFINITY;
+                    const double s_mod = smod ? smod(dot * scale, b, h, i, j) : dot * scale;
+                    s[j] = !mod || mod(b, h, i, j) ? s_mod : -INFINITY;
                     max = std::max(max, s[j]);
                 }
                 if (max == -INFINITY) continue;  // sees nothing: O = 0
@@ -231,6 +240,122 @@ TEST_CASE("tiled_attention_backward against central finite differences in double
         CHECK(mha_test::fd_error(k, g.dk, loss, 1e-2) < 1e-3);
         CHECK(mha_test::fd_error(v, g.dv, loss, 1e-2) < 1e-3);
     }
+}
+
+TEST_CASE("tiled_attention_backward with ALiBi and soft-capping against finite differences") {
+    // GQA (4 query heads over 2), Tq != Tk both ways, blocks that do not
+    // divide T; the loss in double with the mods written out in double
+    // (ALiBi's slopes from alibi_slopes(), C tanh(s / C) with C = 1, where
+    // the scores here, about N(0, 1), are bent).
+    const std::size_t B = 1, H = 4, H_kv = 2, D = 4;
+    const std::vector<float> slope = mha::alibi_slopes(H);  // [H]
+    const tiled_bwd::DoubleMod alibi_d = [&](double s, std::size_t, std::size_t h,
+                                             std::size_t i, std::size_t j) {
+        return s - slope[h] * (double(i) - double(j));
+    };
+    const tiled_bwd::DoubleMod cap_d = [](double s, std::size_t, std::size_t, std::size_t,
+                                          std::size_t) { return std::tanh(s); };
+    const tiled_bwd::DoubleMod cap_then_alibi_d = [&](double s, std::size_t b, std::size_t h,
+                                                      std::size_t i, std::size_t j) {
+        return alibi_d(cap_d(s, b, h, i, j), b, h, i, j);
+    };
+    struct Variant {
+        const char* name;
+        mha::ScoreModGrad pair;
+        tiled_bwd::DoubleMod in_double;
+    };
+    const Variant variants[] = {
+        {"alibi", mha::alibi_with_grad(H), alibi_d},
+        {"softcap 1", mha::softcap_with_grad(1.0f), cap_d},
+        {"softcap 1 then alibi", mha::chain_with_grad(mha::softcap_with_grad(1.0f),
+                                                      mha::alibi_with_grad(H)),
+         cap_then_alibi_d}};
+    const std::pair<std::size_t, std::size_t> sizes[] = {{5, 7}, {7, 4}};  // Tq, Tk
+    for (const auto& [Tq, Tk] : sizes)
+        for (const Variant& var : variants)
+            for (const mha::MaskMod& mask_mod : {mha::MaskMod{}, mha::causal_mod()}) {
+                CAPTURE(Tq); CAPTURE(Tk); CAPTURE(var.name); CAPTURE(bool(mask_mod));
+                mha::Rng rng(3735 + Tq);
+                mha::Tensor4 q = tiled_bwd::normals(B, H, Tq, D, rng);
+                mha::Tensor4 k = tiled_bwd::normals(B, H_kv, Tk, D, rng);
+                mha::Tensor4 v = tiled_bwd::normals(B, H_kv, Tk, D, rng);
+                const mha::Tensor4 r = tiled_bwd::normals(B, H, Tq, D, rng);  // dL/dO
+                const mha::TiledAttention f = mha::tiled_attention(
+                    q, k, v, mask_mod, mha::kNegInf, 2, 3, var.pair.mod);
+                const mha::TiledGrads g = mha::tiled_attention_backward(
+                    q, k, v, f.context, r, f.lse, mask_mod, mha::kNegInf, 2, 3, var.pair);
+                const std::function<double()> loss = [&] {
+                    return tiled_bwd::attention_loss(q, k, v, mask_mod, r, var.in_double);
+                };
+                CHECK(mha_test::fd_error(q, g.dq, loss, 1e-2) < 1e-3);
+                CHECK(mha_test::fd_error(k, g.dk, loss, 1e-2) < 1e-3);
+                CHECK(mha_test::fd_error(v, g.dv, loss, 1e-2) < 1e-3);
+                // the comparison can fail: soft-capping's derivative taken
+                // as 1 (a plain bias's) gives dQ and dK wrong by far more
+                if (std::string(var.name) != "alibi") {
+                    const mha::ScoreMod one = [](float, std::size_t, std::size_t,
+                                                 std::size_t, std::size_t) { return 1.0f; };
+                    const mha::ScoreModGrad wrong{var.pair.mod, one};
+                    const mha::TiledGrads bad = mha::tiled_attention_backward(
+                        q, k, v, f.context, r, f.lse, mask_mod, mha::kNegInf, 2, 3, wrong);
+                    CHECK(mha_test::fd_error(q, bad.dq, loss, 1e-2) > 1e-1);
+                }
+            }
+}
+
+TEST_CASE("backward_tiled with ALiBi equals backward_stages given ALiBi as a score bias" *
+          doctest::test_suite("oracle")) {
+    struct Case {
+        std::size_t B, Tq, Tk, E, H, H_kv, bq, bk;
+    };
+    // blocks of 4 against T = 5, 9; Tq != Tk both ways; blocks of 64 over 70
+    const std::vector<Case> cases = {{2, 5, 5, 8, 2, 1, 4, 4},  {1, 9, 9, 16, 4, 2, 4, 4},
+                                     {2, 8, 3, 8, 2, 2, 4, 4},  {1, 3, 9, 16, 4, 1, 2, 4},
+                                     {1, 70, 70, 16, 4, 2, 64, 64}};
+    std::uint64_t seed = 3780;
+    for (const Case& c : cases) {
+        mha::Rng rng(++seed);
+        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
+        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
+        // ALiBi written out: -m_h (i - j) for every (h, i, j)  [1, H, Tq, Tk]
+        const mha::Tensor4 zeros = xt::zeros<float>({std::size_t(1), c.H, c.Tq, c.Tk});
+        const mha::Tensor4 bias = mha::apply_score_mod(zeros, mha::alibi(c.H));
+        for (const mha::MaskMod& mask_mod : {mha::MaskMod{}, mha::causal_mod()}) {
+            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H); CAPTURE(c.H_kv);
+            CAPTURE(c.bq); CAPTURE(c.bk); CAPTURE(bool(mask_mod));
+            const mha::Mask mask = mha::mask_of(mha::causal_mod(), c.B, c.H, c.Tq, c.Tk);
+            const mha::AttentionGrads want = mha::backward_stages(
+                m, query, kv, kv, g_out, mask_mod ? &mask : nullptr, mha::kNegInf, &bias);
+            const mha::AttentionGrads got =
+                mha::backward_tiled(m, query, kv, kv, g_out, mask_mod, mha::kNegInf, c.bq,
+                                    c.bk, mha::alibi_with_grad(c.H));
+            CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+            // and the bias matters here: without ALiBi the gradients differ
+            const mha::AttentionGrads plain = mha::backward_tiled(
+                m, query, kv, kv, g_out, mask_mod, mha::kNegInf, c.bq, c.bk);
+            CHECK(tiled_bwd::worst_relative(plain, want) > 1e-3);
+        }
+    }
+}
+
+TEST_CASE("tiled_attention_backward: a score_mod without its derivative is one line") {
+    mha::Rng rng(3790);
+    const mha::Tensor4 q = tiled_bwd::normals(1, 2, 3, 4, rng);
+    const mha::Tensor3 lse = mha::Tensor3::from_shape({1, 2, 3});
+    const mha::ScoreModGrad no_derivative{mha::softcap(1.0f), {}};
+    CHECK_THROWS_WITH_AS(mha::tiled_attention_backward(q, q, q, q, q, lse, {}, mha::kNegInf,
+                                                       2, 2, no_derivative),
+                         doctest::Contains("no derivative"), std::invalid_argument);
+    const mha::MultiHeadAttention m(8, 2, mha::Init::xavier(3790));
+    const mha::Tensor3 x = mha::randn(1, 3, 8, rng);
+    CHECK_THROWS_WITH_AS(mha::backward_tiled(m, x, x, x, x, {}, mha::kNegInf, 2, 2,
+                                             no_derivative),
+                         doctest::Contains("backward_tiled: the score_mod has no derivative"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(mha::chain_with_grad(no_derivative, mha::alibi_with_grad(2)),
+                    std::invalid_argument);
 }
 
 TEST_CASE("tiled_attention_backward: shapes that do not fit, and block 0, are one line") {

@@ -57,7 +57,7 @@ TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4
 
 TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v,
                                const MaskMod& mask_mod, float fill, std::size_t block_q,
-                               std::size_t block_k) {
+                               std::size_t block_k, const ScoreMod& score_mod) {
     const std::size_t B = q.shape(0), H = q.shape(1), Tq = q.shape(2), D = q.shape(3);
     const std::size_t H_kv = k.shape(1), Tk = k.shape(2);
     require_nonzero({B, H, Tq, D, block_q, block_k}, "tiled_attention q [B, H, Tq, D], blocks");
@@ -83,6 +83,10 @@ TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4
                     // The only scores that exist: [rows, D] x [D, cols] -> [rows, cols]
                     Tensor2 s = xt::linalg::dot(qb, xt::transpose(kb)) * scale;
                     for (std::size_t r = 0; r < rows; ++r) {
+                        if (score_mod) {  // then the score_mod, before the mask
+                            for (std::size_t c = 0; c < cols; ++c)
+                                s(r, c) = score_mod(s(r, c), b, h, i0 + r, j0 + c);
+                        }
                         if (mask_mod) {
                             for (std::size_t c = 0; c < cols; ++c)
                                 if (!mask_mod(b, h, i0 + r, j0 + c)) s(r, c) = fill;

@@ -77,19 +77,22 @@ TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4
 
 /// tiled_attention() with the mask as a mask_mod (\ref mods): `causal_mod()`,
 /// `sliding_window(w)`, ... asked per score of a tile, so no mask tensor
-/// exists either. The overload above is this one with mask_mod_of(*mask).
-/// @param q        `[B, H, Tq, D]`
-/// @param k        `[B, H_kv, Tk, D]`, H_kv dividing H
-/// @param v        `[B, H_kv, Tk, D]`
-/// @param mask_mod empty (every key), or true = may attend
-/// @param fill     what hidden scores become
-/// @param block_q  Bq, at least 1
-/// @param block_k  Bk, at least 1
-/// @return         context `[B, H, Tq, D]` and lse `[B, H, Tq]`
+/// exists either; and a score_mod (alibi(), softcap(), ...) on each scaled
+/// score of a tile before the mask, as in forward_stages() with the same
+/// Mods. The overload above is this one with mask_mod_of(*mask).
+/// @param q         `[B, H, Tq, D]`
+/// @param k         `[B, H_kv, Tk, D]`, H_kv dividing H
+/// @param v         `[B, H_kv, Tk, D]`
+/// @param mask_mod  empty (every key), or true = may attend
+/// @param fill      what hidden scores become
+/// @param block_q   Bq, at least 1
+/// @param block_k   Bk, at least 1
+/// @param score_mod empty (none), or the new score from the scaled one
+/// @return          context `[B, H, Tq, D]` and lse `[B, H, Tq]`
 /// @throws std::invalid_argument when the shapes do not fit.
 TiledAttention tiled_attention(const Tensor4& q, const Tensor4& k, const Tensor4& v,
                                const MaskMod& mask_mod, float fill, std::size_t block_q,
-                               std::size_t block_k);
+                               std::size_t block_k, const ScoreMod& score_mod = {});
 
 /// @}
 

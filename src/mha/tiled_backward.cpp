@@ -24,7 +24,7 @@ namespace mha {
 TiledGrads tiled_attention_backward(const Tensor4& q, const Tensor4& k, const Tensor4& v,
                                     const Tensor4& o, const Tensor4& d_o, const Tensor3& lse,
                                     const MaskMod& mask_mod, float fill, std::size_t block_q,
-                                    std::size_t block_k) {
+                                    std::size_t block_k, const ScoreModGrad& score_mod) {
     const std::size_t B = q.shape(0), H = q.shape(1), Tq = q.shape(2), D = q.shape(3);
     const std::size_t H_kv = k.shape(1), Tk = k.shape(2);
     require_nonzero({B, H, Tq, D, block_q, block_k},
@@ -37,6 +37,12 @@ TiledGrads tiled_attention_backward(const Tensor4& q, const Tensor4& k, const Te
              shape_of(lse) + " must be [B, H, Tq, D], [B, H_kv, Tk, D] twice, [B, H, Tq, D]"
              " twice and [B, H, Tq], H_kv dividing H");
     }
+    if (score_mod.mod && !score_mod.derivative) {
+        fail("tiled_attention_backward: the score_mod has no derivative ds'/ds; pass the "
+             "pair (alibi_with_grad(), softcap_with_grad(), ...)");
+    }
+    const ScoreMod& mod = score_mod.mod;               // s' = mod(s)
+    const ScoreMod& mod_grad = score_mod.derivative;   // ds'/ds
     const std::size_t group = H / H_kv;  // query heads per kv head
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     // A hidden tile has P = 0, so it adds 0 to every gradient, unless a NaN
@@ -93,13 +99,16 @@ TiledGrads tiled_attention_backward(const Tensor4& q, const Tensor4& k, const Te
                     const Tensor2 qb = xt::view(q, b, h, queries);     // Q_i [rows, D]
                     const Tensor2 dob = xt::view(d_o, b, h, queries);  // dO_i [rows, D]
                     // 4) recompute the tile's weights from L, as the forward
-                    //    made them: S = scale Q_i K_j^T, then P = e^{S - L}
-                    //    [rows, D] x [D, cols] -> [rows, cols]
-                    Tensor2 p = xt::linalg::dot(qb, xt::transpose(kb)) * scale;
+                    //    made them: S = scale Q_i K_j^T, S' = mod(S), then
+                    //    P = e^{S' - L}   [rows, D] x [D, cols] -> [rows, cols]
+                    const Tensor2 raw = xt::linalg::dot(qb, xt::transpose(kb)) * scale;
+                    Tensor2 p = Tensor2::from_shape({rows, cols});  // [rows, cols]
                     for (std::size_t r = 0; r < rows; ++r) {
                         const float L = lse(b, h, i0 + r);
                         for (std::size_t c = 0; c < cols; ++c) {
-                            const float s = seen(r, c) ? p(r, c) : fill;
+                            const float s_mod =
+                                mod ? mod(raw(r, c), b, h, i0 + r, j0 + c) : raw(r, c);
+                            const float s = seen(r, c) ? s_mod : fill;
                             // a row that sees no key (L = -inf) has weights 0
                             p(r, c) = L == kNegInf           ? 0.0f
                                       : sees_nothing[i0 + r] ? 1.0f / Tk
@@ -110,13 +119,18 @@ TiledGrads tiled_attention_backward(const Tensor4& q, const Tensor4& k, const Te
                     dv_j += xt::linalg::dot(xt::transpose(p), dob);
                     // 6) dP = dO_i V_j^T  [rows, D] x [D, cols] -> [rows, cols]
                     Tensor2 ds = xt::linalg::dot(dob, xt::transpose(vb));
-                    // 7) the softmax: dS = P o (dP - D_i); a hidden score is
-                    //    a constant (the fill), so its gradient is 0
+                    // 7) the softmax: dS' = P o (dP - D_i); a hidden score is
+                    //    a constant (the fill), so its gradient is 0; then
+                    //    the score_mod: dS = dS' o ds'/ds at the raw score
                     for (std::size_t r = 0; r < rows; ++r)
-                        for (std::size_t c = 0; c < cols; ++c)
-                            ds(r, c) = seen(r, c)
-                                           ? p(r, c) * (ds(r, c) - rowsum_do_o(i0 + r))
-                                           : 0.0f;
+                        for (std::size_t c = 0; c < cols; ++c) {
+                            if (!seen(r, c)) {
+                                ds(r, c) = 0.0f;
+                                continue;
+                            }
+                            ds(r, c) = p(r, c) * (ds(r, c) - rowsum_do_o(i0 + r));
+                            if (mod) ds(r, c) *= mod_grad(raw(r, c), b, h, i0 + r, j0 + c);
+                        }
                     // 8) S = scale Q K^T:  dQ_i += scale dS K_j
                     //    [rows, cols] x [cols, D] -> [rows, D]
                     xt::view(g.dq, b, h, queries) += xt::linalg::dot(ds, kb) * scale;
@@ -134,25 +148,31 @@ TiledGrads tiled_attention_backward(const Tensor4& q, const Tensor4& k, const Te
 AttentionGrads backward_tiled(const MultiHeadAttention& m, const Tensor3& query,
                               const Tensor3& key, const Tensor3& value,
                               const Tensor3& d_output, const MaskMod& mask_mod, float fill,
-                              std::size_t block_q, std::size_t block_k) {
+                              std::size_t block_q, std::size_t block_k,
+                              const ScoreModGrad& score_mod) {
     m.check_inputs(query, key, value);
     if (d_output.shape() != query.shape()) {
         fail("backward_tiled: d_output " + shape_of(d_output) +
              " must have the output's shape [B, Tq, E] = " + shape_of(query));
+    }
+    if (score_mod.mod && !score_mod.derivative) {
+        fail("backward_tiled: the score_mod has no derivative ds'/ds; pass the pair "
+             "(alibi_with_grad(), softcap_with_grad(), ...)");
     }
     const std::size_t H = m.num_heads(), H_kv = m.num_kv_heads();
     // The forward, keeping only what the backward reads
     const Tensor4 q = split_heads(linear(query, m.wq), H);     // [B, H, Tq, D]
     const Tensor4 k = split_heads(linear(key, m.wk), H_kv);    // [B, H_kv, Tk, D]
     const Tensor4 v = split_heads(linear(value, m.wv), H_kv);  // [B, H_kv, Tk, D]
-    const TiledAttention f = tiled_attention(q, k, v, mask_mod, fill, block_q, block_k);
+    const TiledAttention f = tiled_attention(q, k, v, mask_mod, fill, block_q, block_k,
+                                               score_mod.mod);
     const Tensor3 context = merge_heads(f.context);            // [B, Tq, E]
     // and back: w_o, the tiles, the projections
     AttentionGrads g;
     const Tensor3 d_context = linear_backward(context, d_output, m.w_o, g.w_o);  // [B, Tq, E]
     const Tensor4 d_o = split_heads(d_context, H);             // [B, H, Tq, D]
     const TiledGrads t = tiled_attention_backward(q, k, v, f.context, d_o, f.lse, mask_mod,
-                                                  fill, block_q, block_k);
+                                                  fill, block_q, block_k, score_mod);
     g.query = linear_backward(query, merge_heads(t.dq), m.wq, g.wq);  // [B, Tq, E]
     g.key = linear_backward(key, merge_heads(t.dk), m.wk, g.wk);      // [B, Tk, E]
     g.value = linear_backward(value, merge_heads(t.dv), m.wv, g.wv);  // [B, Tk, E]

@@ -38,6 +38,9 @@ struct TiledGrads {
 /// \f$dV_j \mathrel{+}= P^T dO_i\f$, \f$dP = dO_i V_j^T\f$,
 /// \f$dS = P \circ (dP - D_i)\f$, \f$dQ_i \mathrel{+}= \mathrm{scale}\, dS K_j\f$,
 /// \f$dK_j \mathrel{+}= \mathrm{scale}\, dS^T Q_i\f$.
+/// With a score_mod s' = mod(s) (\ref mods), P is rebuilt from mod(S) and
+/// the chain rule goes through it before the scale:
+/// \f$dS = P \circ (dP - D_i) \circ ds'/ds\f$ at the tile's S.
 /// A tile whose scores are all hidden under the -inf fill has P = 0 and is
 /// skipped (unless a NaN or an Inf is about: 0 times NaN is NaN). A row
 /// that sees no key (L = -inf) has P = 0 and gradient 0; under a finite
@@ -54,12 +57,16 @@ struct TiledGrads {
 /// @param fill     what hidden scores became in the forward
 /// @param block_q  Bq, at least 1
 /// @param block_k  Bk, at least 1
+/// @param score_mod the forward's score_mod and its derivative ds'/ds
+///                 (alibi_with_grad(), softcap_with_grad(), ...); both empty:
+///                 no score_mod
 /// @return         dQ, dK and dV
-/// @throws std::invalid_argument when the shapes do not fit.
+/// @throws std::invalid_argument when the shapes do not fit, or when the
+///         score_mod comes without its derivative.
 TiledGrads tiled_attention_backward(const Tensor4& q, const Tensor4& k, const Tensor4& v,
                                     const Tensor4& o, const Tensor4& d_o, const Tensor3& lse,
                                     const MaskMod& mask_mod, float fill, std::size_t block_q,
-                                    std::size_t block_k);
+                                    std::size_t block_k, const ScoreModGrad& score_mod = {});
 
 /// A training step's gradients the FlashAttention-2 way: the projections,
 /// tiled_attention() (which keeps only O and L), w_o; then back through
@@ -74,13 +81,17 @@ TiledGrads tiled_attention_backward(const Tensor4& q, const Tensor4& k, const Te
 /// @param fill     what hidden scores become
 /// @param block_q  Bq, at least 1
 /// @param block_k  Bk, at least 1
+/// @param score_mod empty, or a score_mod with its derivative, applied to
+///                 the scaled scores before the mask (as forward_stages()
+///                 with Mods{score_mod.mod, mask_mod, fill})
 /// @return         the four layers' gradients and query, key, value
-/// @throws std::invalid_argument when a shape does not fit.
+/// @throws std::invalid_argument when a shape does not fit, or when the
+///         score_mod comes without its derivative.
 AttentionGrads backward_tiled(const MultiHeadAttention& m, const Tensor3& query,
                               const Tensor3& key, const Tensor3& value,
                               const Tensor3& d_output, const MaskMod& mask_mod = {},
                               float fill = kNegInf, std::size_t block_q = 64,
-                              std::size_t block_k = 64);
+                              std::size_t block_k = 64, const ScoreModGrad& score_mod = {});
 
 /// @}
 

@@ -7,10 +7,12 @@
 // key/value heads, D = E / H.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mha/reference.hpp"
@@ -336,6 +338,44 @@ TEST_CASE("variants: soft-capping stays within C and keeps small scores") {
     CHECK(cap(-1e6f, 0, 0, 0, 0) >= -50.0f);
     CHECK(cap(0.5f, 0, 0, 0, 0) == doctest::Approx(0.5).epsilon(1e-4));
     CHECK(cap(100.0f, 0, 0, 0, 0) == doctest::Approx(50.0 * std::tanh(2.0)));
+}
+
+TEST_CASE("variants: each score_mod's derivative against a central difference of the mod") {
+    // ds'/ds against (mod(s + h) - mod(s - h)) / 2h, h = 1e-2, over s in
+    // [-3, 3]: the difference's own error, about h^2 / 6 times the third
+    // derivative, is below 2e-4 at C = 0.5. Head 0 at (q, k) = (5, 2) has
+    // ALiBi's bias -3 m_1 = -0.75 (H = 4), so softcap after alibi is asked
+    // its derivative at alibi(s), not at s.
+    mha::Tensor4 bias({1, 1, 1, 3});
+    bias(0, 0, 0, 0) = 0.5f;
+    bias(0, 0, 0, 1) = -2.0f;
+    bias(0, 0, 0, 2) = 1.0f;
+    const std::vector<std::pair<std::string, mha::ScoreModGrad>> pairs = {
+        {"alibi", mha::alibi_with_grad(4)},
+        {"softcap 0.5", mha::softcap_with_grad(0.5f)},
+        {"softcap 2", mha::softcap_with_grad(2.0f)},
+        {"bias", mha::bias_with_grad(bias)},
+        {"softcap 2 then alibi",
+         mha::chain_with_grad(mha::softcap_with_grad(2.0f), mha::alibi_with_grad(4))},
+        {"alibi then softcap 0.5",
+         mha::chain_with_grad(mha::alibi_with_grad(4), mha::softcap_with_grad(0.5f))}};
+    const double h = 1e-2;
+    for (const auto& [name, pair] : pairs) {
+        CAPTURE(name);
+        double worst = 0;
+        for (int i = -12; i <= 12; ++i) {
+            const float s = 0.25f * float(i);
+            const double fd = (double(pair.mod(float(s + h), 0, 0, 5, 2)) -
+                               double(pair.mod(float(s - h), 0, 0, 5, 2))) / (2 * h);
+            worst = std::max(worst, std::fabs(fd - pair.derivative(s, 0, 0, 5, 2)));
+        }
+        CHECK(worst < 1e-3);
+    }
+    // the chain rule's point matters: softcap 0.5's derivative at s = 0
+    // and at alibi(0) = -0.75 differ by far more than the tolerance
+    const mha::ScoreModGrad cap = mha::softcap_with_grad(0.5f);
+    CHECK(std::fabs(cap.derivative(0.0f, 0, 0, 5, 2) - cap.derivative(-0.75f, 0, 0, 5, 2)) >
+          0.1);
 }
 
 TEST_CASE("variants: bad arguments are one clear line") {

@@ -158,4 +158,35 @@ ScoreMod chain(ScoreMod first, ScoreMod then) {
     };
 }
 
+// Each pair: the mod as above, and ds'/ds written from its formula.
+
+namespace {
+float one(float, std::size_t, std::size_t, std::size_t, std::size_t) { return 1.0f; }
+}  // namespace
+
+ScoreModGrad alibi_with_grad(std::size_t num_heads) { return {alibi(num_heads), one}; }
+
+ScoreModGrad softcap_with_grad(float cap) {
+    ScoreMod mod = softcap(cap);  // checks C
+    return {std::move(mod), [cap](float s, std::size_t, std::size_t, std::size_t,
+                                  std::size_t) {
+                const float t = std::tanh(s / cap);  // d/ds C tanh(s / C) = 1 - tanh^2
+                return 1.0f - t * t;
+            }};
+}
+
+ScoreModGrad bias_with_grad(const Tensor4& bias) { return {bias_mod_of(bias), one}; }
+
+ScoreModGrad chain_with_grad(ScoreModGrad first, ScoreModGrad then) {
+    if (!first.derivative || !then.derivative)
+        fail("chain_with_grad: both score_mods need their derivative");
+    ScoreMod mod = chain(first.mod, then.mod);
+    return {std::move(mod), [first = std::move(first), then = std::move(then)](
+                                float s, std::size_t b, std::size_t h, std::size_t q,
+                                std::size_t k) {
+                const float inner = first.mod(s, b, h, q, k);  // first(s)
+                return then.derivative(inner, b, h, q, k) * first.derivative(s, b, h, q, k);
+            }};
+}
+
 }  // namespace mha

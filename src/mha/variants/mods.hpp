@@ -194,6 +194,44 @@ ScoreMod chain(ScoreMod first, ScoreMod then);
 
 /// @}
 
+/// @name Score modifications with their derivative, for a backward
+/// @{
+
+/// A score_mod and its derivative, a named pair. A backward goes through
+/// the score_mod with the chain rule,
+/// \f$\partial L / \partial s = \partial L / \partial s' \cdot ds'/ds\f$, so it
+/// needs ds'/ds beside the mod (tiled_attention_backward()). An additive
+/// bias (ALiBi) has ds'/ds = 1; soft-capping \f$s' = C \tanh(s / C)\f$ has
+/// \f$ds'/ds = 1 - \tanh^2(s / C)\f$.
+struct ScoreModGrad {
+    ScoreMod mod;         ///< \f$s' = \mathrm{mod}(s, b, h, q, k)\f$; empty = no mod
+    ScoreMod derivative;  ///< \f$ds'/ds\f$ at the same (s, b, h, q, k); empty = unknown
+};
+
+/// alibi() and its derivative 1 (a bias does not depend on s).
+/// @param num_heads H, the query heads
+/// @return the pair
+ScoreModGrad alibi_with_grad(std::size_t num_heads);
+
+/// softcap() and its derivative \f$1 - \tanh^2(s / C)\f$.
+/// @param cap C, above 0
+/// @return the pair
+ScoreModGrad softcap_with_grad(float cap);
+
+/// bias_mod_of() and its derivative 1.
+/// @param bias `[B or 1, H or 1, Tq or 1, Tk]`
+/// @return the pair
+ScoreModGrad bias_with_grad(const Tensor4& bias);
+
+/// chain() of two pairs, with the chain rule for the derivative:
+/// \f$\mathrm{then}'(\mathrm{first}(s)) \cdot \mathrm{first}'(s)\f$.
+/// @param first applied first
+/// @param then  applied to what @p first gives
+/// @return the pair
+ScoreModGrad chain_with_grad(ScoreModGrad first, ScoreModGrad then);
+
+/// @}
+
 /// @}
 
 }  // namespace mha
