@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "29_mask_gallery";
     info.summary = "every mask a mask_mod, drawn as the tiles it computes and skips";
-    info.dump_mb = 0.1;
+    info.dump_mb = 0.1, info.draws = true;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time;
         const std::size_t E = L.opt.d_model, H = L.opt.heads;
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
         std::printf("tiles of %zu x %zu: '#' full, no mask applied; '+' partial, masked "
                     "inside; '.' skipped\n", tile, tile);
         std::vector<mha::fast::BlockMask> maps;
+        std::vector<lesson::svg::Grid> drawn;  // the same tiles, for the SVG
         std::string line;  // the names, then each row of tiles, 14 columns apiece
         auto column = [&line](const std::string& text) {
             line += text + std::string(14 - text.size(), ' ');
@@ -79,20 +80,26 @@ int main(int argc, char** argv) {
         for (const Variant& v : gallery) {
             maps.push_back(mha::fast::block_mask(v.mod, 1, 1, T, T, tile, tile));
             column(v.name);
+            drawn.push_back({v.name, {}, {}, "skipped"});
         }
         for (std::size_t qb = 0; qb <= maps[0].q_blocks; ++qb) {
             std::printf("%s\n", line.substr(0, line.find_last_not_of(' ') + 1).c_str());
             line.clear();
             for (std::size_t i = 0; i < maps.size() && qb < maps[0].q_blocks; ++i) {
                 std::string row;
+                drawn[i].value.emplace_back(), drawn[i].masked.emplace_back();
                 for (std::size_t kb = 0; kb < maps[i].k_blocks; ++kb) {
                     using mha::fast::Tile;
                     const Tile t = maps[i].at(0, 0, qb, kb);
                     row += t == Tile::full ? '#' : t == Tile::empty ? '.' : '+';
+                    drawn[i].value.back().push_back(t == Tile::full ? 1.0f : 0.5f);
+                    drawn[i].masked.back().push_back(t == Tile::empty);
                 }
                 column(row);
             }
         }
+        L.figure("tiles: 1 full, 0.5 partial (masked inside), hatched skipped",
+                 "mask_gallery", drawn, false, "query block", "key block", {}, 3);
         std::printf("%-14s %8s %8s %8s %8s\n", "", "keys", "full", "partial",
                     "skipped");
         for (std::size_t i = 0; i < gallery.size(); ++i) {

@@ -134,6 +134,28 @@ for (name, i, j), title in c.items():
         failures.append(f"lesson 21 {name} cell ({i}, {j}) says {title!r}, the dump's "
                         f"{w21[l][h, i, j]:.6f}")
 
+# Lesson 29's tiles at --tiny (T 5: tiles of 1, W 2, S 1, prefix 2, documents by
+# 3 t / T): each tile of one pair is full (1) when the mask lets it through,
+# else skipped (hatched); the masks written out here, apart from the core's.
+run("29_mask_gallery")
+T29 = 5
+ids = [3 * t // T29 for t in range(T29)]
+want29 = {
+    "causal": lambda q, k: k <= q,
+    "window 2": lambda q, k: q - 2 < k <= q,
+    "sinks 1+2": lambda q, k: k <= q and (k < 1 or q - 2 < k),
+    "prefix 2": lambda q, k: k < 2 or k <= q,
+    "documents": lambda q, k: k <= q and ids[k] == ids[q],
+    "window|prefix": lambda q, k: q - 2 < k <= q or k < 2 or k <= q,
+}
+c = cells(f"{work}/svg/mask_gallery.svg")
+if {name for name, _, _ in c} != set(want29) or len(c) != len(want29) * T29 * T29:
+    failures.append(f"lesson 29: grids {sorted({n for n, _, _ in c})}, {len(c)} cells")
+for (name, q, k), title in c.items():
+    expected = "1" if want29.get(name, lambda q, k: False)(q, k) else "masked"
+    if value(title) != expected:
+        failures.append(f"lesson 29 {name} tile ({q}, {k}) says {title!r}, not {expected}")
+
 # The stages' pictures: every block cell, its number, its head (and its step).
 for lesson in ("02_split_heads", "04_mask", "06_attend_merge", "07_output_layer",
                "10_merge_without_permute", "13_scaling"):
