@@ -55,8 +55,16 @@ inline void reset_peak_rss() {
 int run_decode();
 
 /// Part of `mha_bench --long`: the forward without weights up to T = 16384,
-/// its peak memory against the tensors that must exist. @return the exit code
-int run_long();
+/// its peak memory against the tensors that must exist, then the tiled
+/// backward at T = 8192 and 16384.
+/// @param backward_only only the backward (`mha_bench --long-backward`)
+/// @return the exit code
+int run_long(bool backward_only = false);
+
+/// `mha_bench --model-long`: lesson 21's induction model trained at T = 1025
+/// through the tiled backward, then through the ordinary one: losses, time
+/// and peak memory. @return the exit code
+int run_model_long();
 
 /// `mha_bench --masks`: the teaching core's mask stage against its old
 /// direct loop. @return the exit code

@@ -4,8 +4,11 @@
 //
 // For each T: the median seconds, the GFLOP/s of the causal count
 // 8 T E^2 + 2 E T (T + 1) (the four layers, and Q K^T and weights x V over
-// the keys each query sees), the cost's growth from T = 1024 over that
-// count's growth (timed in turns with T = 1024), and the process's peak
+// the keys each query sees), the time against the roofline (that count at
+// the speed of a 2048^3 sgemm timed just before each run, the median of
+// the pairs' ratios; 1.25x roofline is 0.8 of the sgemm's speed), the
+// cost's growth from T = 1024 over that count's growth (timed in turns
+// with T = 1024), and the process's peak
 // resident memory against the tensors that must exist: the input, Q, K, V,
 // the context and the output, [T, E] each, and the parameters. The peak is
 // the whole process's (its code and libraries too), after the memory that
@@ -23,9 +26,12 @@
 // before it (the roofline: FLOPs / its GFLOP/s), the median of the pairs'
 // ratios printed. The tensors that must exist: x, Q, K, V, O (the context),
 // the output, dL/d output, dQ, dK, dV and dX, [T, E] each, L [H, T], and the
-// parameters with their gradients.
+// parameters with their gradients. The forward of each run (trace_no_weights()
+// again, timed on its own) is printed beside the backward: a training step's
+// two halves, for bench/torch_bench.py to set beside PyTorch's.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +54,16 @@ double causal_flops(double T) { return 8 * T * kE * kE + 2 * kE * T * (T + 1); }
 // head: the four layers, and Q K^T and weights x V over every computed
 // tile's elements (2 D each, H heads: 2 E per product).
 double tile_flops(double T, double tiles) { return 8 * T * kE * kE + 4 * kE * tiles * 64 * 64; }
+
+// GFLOP/s of one 2048^3 sgemm through the engine's gemm() (every core).
+double sgemm_gflops() {
+    constexpr std::size_t n = 2048;
+    std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+    const double s = seconds([&] {
+        mha::fast::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false, c.data(), n);
+    });
+    return 2.0 * n * n * n / s / 1e9;
+}
 
 // A sliding window W = 1024 at T = 16384, through its mask tensor: its
 // time against what its computed tiles' FLOPs cost at the speed of the full
@@ -88,16 +104,6 @@ void window_line(const mha::MultiHeadAttention& m) {
 // The tiled backward's count, its recomputed scores included.
 double backward_flops(double T) { return 16 * T * kE * kE + 5 * kE * T * (T + 1); }
 
-// GFLOP/s of one 2048^3 sgemm through the engine's gemm() (every core).
-double sgemm_gflops() {
-    constexpr std::size_t n = 2048;
-    std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
-    const double s = seconds([&] {
-        mha::fast::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false, c.data(), n);
-    });
-    return 2.0 * n * n * n / s / 1e9;
-}
-
 // The backward without weights at T = 8192 and 16384 (the comment above).
 void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double params_mb) {
     const int runs = std::min(g_runs, 3);  // seconds each at T = 16384
@@ -111,15 +117,21 @@ void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double p
         mha::fast::release_kept_memory();
         const mha::Tensor3 x = mha::randn(1, T, kE, rng), dy = mha::randn(1, T, kE, rng);
         reset_peak_rss();
-        const mha::ForwardTrace t = m.trace_no_weights(x, x, x, mha::causal);
-        auto call = [&] {  // the gradients go at the end of each call
-            const mha::AttentionGrads g = mha::backward_self_attention(m, t, x, dy, mha::causal);
+        std::optional<mha::ForwardTrace> t;  // one at a time: the old one goes first
+        auto forward = [&] {
+            t.reset();
+            t.emplace(m.trace_no_weights(x, x, x, mha::causal));
         };
+        auto call = [&] {  // the gradients go at the end of each call
+            const mha::AttentionGrads g = mha::backward_self_attention(m, *t, x, dy, mha::causal);
+        };
+        forward();
         call();  // warm-up
-        std::vector<double> s, ratio;
+        std::vector<double> s, ratio, f;
         const double flops = backward_flops(T);
         for (int r = 0; r < runs; ++r) {
             const double peak = sgemm_gflops();
+            f.push_back(seconds(forward));
             s.push_back(seconds(call));
             ratio.push_back(s.back() / (flops / (peak * 1e9)));
         }
@@ -134,6 +146,10 @@ void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double p
                       "peak RSS %.0f MB, %.2fx the tensors that must exist", T, median(s),
                       median(ratio), rss, rss / must_mb);
         lines.push_back(line);
+        std::snprintf(line, sizeof line,
+                      "training step no-weights T%zu B1 h8 causal: median forward %.3f s + "
+                      "backward %.3f s", T, median(f), median(s));
+        lines.push_back(line);
     }
     std::printf("\n");
     for (const std::string& l : lines) std::printf("%s\n", l.c_str());
@@ -141,18 +157,23 @@ void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double p
 
 }  // namespace
 
-int run_long() {
+int run_long(bool backward_only) {
     const mha::MultiHeadAttention m(kE, kH, mha::Init::xavier(0));
     const double params_mb = 4.0 * (kE * kE + kE) * 4 / 1e6;
     mha::Rng rng(4);
+    if (backward_only) {
+        run_long_backward(m, rng, params_mb);
+        return 0;
+    }
     const mha::Tensor3 base = mha::randn(1, 1024, kE, rng);
     auto at_base = [&] { m.forward_no_weights(base, base, base, mha::causal); };
     std::printf("without weights, B 1, E %zu, H %zu, causal: forward_no_weights(); median of "
-                "%d runs,\neach timed in turns with T = 1024; peak RSS is the process's\n", kE,
+                "%d runs,\neach after a 2048^3 sgemm (the roofline) and timed in turns with T = 1024;\n"
+                "peak RSS is the process's\n", kE,
                 kH, g_runs);
-    std::printf("  %5s %8s %9s %10s %8s %12s %9s\n", "T", "GFLOP", "s", "GFLOP/s", "growth",
-                "peak RSS MB", "x tensors");
-    double last_s = 0, last_rss = 0, last_ratio = 0;
+    std::printf("  %5s %8s %9s %10s %9s %8s %12s %9s\n", "T", "GFLOP", "s", "GFLOP/s",
+                "roofline", "growth", "peak RSS MB", "x tensors");
+    std::vector<std::string> lines;
     for (std::size_t T = 1024; T <= 16384; T *= 2) {
         mha::fast::release_kept_memory();  // what the smaller T left
         const mha::Tensor3 x = mha::randn(1, T, kE, rng);
@@ -160,24 +181,33 @@ int run_long() {
         // mha::causal: the mask's [T, T] bools (268 MB at T = 16384) never exist
         auto call = [&] { m.forward_no_weights(x, x, x, mha::causal); };
         call();  // warm-up
-        std::vector<double> s, growth;
+        const double flops = causal_flops(T);
+        std::vector<double> s, growth, roof;
         for (int r = 0; r < g_runs; ++r) {
+            const double peak = sgemm_gflops();
             const double b = seconds(at_base);
             const double t = seconds(call);
             s.push_back(t);
             growth.push_back(t / b);
+            roof.push_back(t / (flops / (peak * 1e9)));
         }
         const double rss = peak_rss_mb();
         // input, Q, K, V, context, output: [T, E] floats each; the parameters
         const double must_mb = 6.0 * T * kE * 4 / 1e6 + params_mb;
-        const double flops = causal_flops(T);
         const double g = median(growth) / (flops / causal_flops(1024));
-        last_s = median(s), last_rss = rss, last_ratio = rss / must_mb;
-        std::printf("  %5zu %8.1f %9.4f %10.1f %7.2fx %12.0f %8.2fx\n", T, flops / 1e9, last_s,
-                    flops / last_s / 1e9, g, rss, last_ratio);
+        const double sec = median(s), ratio = median(roof);
+        std::printf("  %5zu %8.1f %9.4f %10.1f %8.2fx %7.2fx %12.0f %8.2fx\n", T, flops / 1e9,
+                    sec, flops / sec / 1e9, ratio, g, rss, rss / must_mb);
+        if (T != 4096 && T != 16384) continue;
+        char line[240];
+        std::snprintf(line, sizeof line,
+                      "no-weights T%zu B1 h8 causal: median %.3f s, %.2fx roofline (%.2f of the "
+                      "sgemm's speed), peak RSS %.0f MB, %.2fx the tensors that must exist", T,
+                      sec, ratio, 1.0 / ratio, rss, rss / must_mb);
+        lines.push_back(line);
     }
-    std::printf("\nno-weights T16384 B1 h8 causal: median %.3f s, peak RSS %.0f MB, %.2fx the "
-                "tensors that must exist\n", last_s, last_rss, last_ratio);
+    std::printf("\n");
+    for (const std::string& l : lines) std::printf("%s\n", l.c_str());
     window_line(m);
     run_long_backward(m, rng, params_mb);
     return 0;

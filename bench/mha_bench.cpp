@@ -1,12 +1,16 @@
 // mha_bench: how fast the core is, against this machine's own limit.
 //
-//   mha_bench [--article | --decode | --long | --model | --masks] [--runs N]
+//   mha_bench [--article | --decode | --long | --long-backward | --model |
+//              --model-long | --masks] [--runs N]
 //
 // --model (model.cpp): a training step of the language model of
-// src/mha/model/ against the sgemm roofline.
+// src/mha/model/ against the sgemm roofline; --model-long, lesson 21's
+// induction model trained at T = 1025 through the tiled backward (no
+// weights held) and through the ordinary one, with the memory of each.
 // --decode (decode.cpp): decoding through the KV cache against the memory
 // bandwidth. --long (long.cpp): the forward without weights up to
-// T = 16384, its peak memory against the tensors that must exist.
+// T = 16384, its peak memory against the tensors that must exist, then the
+// tiled backward at T = 8192 and 16384 (--long-backward: only that).
 // --masks (masks.cpp): the teaching core's mask stage against its old loop.
 // Without either:
 // 1. The sgemm peak: one large single-precision gemm (2048^3), measured
@@ -145,6 +149,7 @@ void row(const char* what, double seconds, double flops, double peak) {
 
 int main(int argc, char** argv) {
     bool article_only = false, decode = false, long_t = false, model = false, masks = false;
+    bool long_backward = false, model_long = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--article") == 0) {
             article_only = true;
@@ -152,6 +157,10 @@ int main(int argc, char** argv) {
             decode = true;
         } else if (std::strcmp(argv[i], "--long") == 0) {
             long_t = true;
+        } else if (std::strcmp(argv[i], "--long-backward") == 0) {
+            long_backward = true;
+        } else if (std::strcmp(argv[i], "--model-long") == 0) {
+            model_long = true;
         } else if (std::strcmp(argv[i], "--model") == 0) {
             model = true;
         } else if (std::strcmp(argv[i], "--masks") == 0) {
@@ -164,20 +173,24 @@ int main(int argc, char** argv) {
             }
         } else {
             std::fprintf(stderr, "mha_bench: unknown argument '%s' (usage: mha_bench "
-                                 "[--article | --decode | --long | --model | --masks] [--runs N])\n",
+                                 "[--article | --decode | --long | --long-backward | --model | "
+                                 "--model-long | --masks] "
+                                 "[--runs N])\n",
                          argv[i]);
             return 2;
         }
     }
-    if (article_only + decode + long_t + model + masks > 1) {
-        std::fprintf(stderr, "mha_bench: --article, --decode, --long, --model and --masks go "
-                             "one at a time\n");
+    if (article_only + decode + long_t + long_backward + model + model_long + masks > 1) {
+        std::fprintf(stderr, "mha_bench: --article, --decode, --long, --long-backward, "
+                             "--model, --model-long and --masks go one at a time\n");
         return 2;
     }
     try {
         if (decode) return bench::run_decode();
         if (long_t) return bench::run_long();
+        if (long_backward) return bench::run_long(true);
         if (model) return bench::run_model();
+        if (model_long) return bench::run_model_long();
         if (masks) return bench::run_masks();
         std::printf("sgemm peak: ");
         std::fflush(stdout);

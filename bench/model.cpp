@@ -10,12 +10,22 @@
 // First each part on its own (median of N runs), then the whole step paired
 // with an sgemm timed just before it, N times; the last line is
 //   train step B32 T128 E256 L4: median 0.123 s, 1.31x roofline (sgemm 350.1 GFLOP/s)
+//
+// `mha_bench --model-long`: the induction task of lesson 21 (repeated_batch(),
+// stretches of 2 to n tokens repeated) at n = 512, T = 2n + 1 = 1025, on a
+// two-layer model (B 8, E 64, H 4, F 256, V 600), trained for 20 steps of
+// Adam through the tiled backward (forward(..., keep_weights = false): each
+// layer keeps its log-sum-exp, not its [B, H, T, T] weights), then 20 steps
+// of a copy of the same model through the ordinary backward, each with its
+// losses, its seconds per step and the process's peak resident memory.
 #include <cstdio>
 #include <vector>
 
 #include "common.hpp"
 #include "mha/fast/blas.hpp"
 #include "mha/fast/dense.hpp"
+#include "mha/fast/memory.hpp"
+#include "mha/model/induction.hpp"
 #include "mha/model/train.hpp"
 
 namespace bench {
@@ -76,6 +86,38 @@ int run_model() {
     }
     std::printf("train step B%zu T%zu E%zu L%zu: median %.3f s, %.2fx roofline (sgemm %.1f "
                 "GFLOP/s)\n", B, T, E, L, median(step_s), median(ratios), median(peaks));
+    return 0;
+}
+
+int run_model_long() {
+    const std::size_t B = 8, n = 512, T = 2 * n + 1, E = 64, H = 4, F = 256, L = 2, V = 600;
+    const int steps = 20;
+    const mha::LanguageModel start = mha::make_language_model({V, T, E, H, F, L}, 1);
+    std::printf("the induction task at T %zu: B %zu, E %zu, H %zu, F %zu, L %zu, V %zu; %d "
+                "steps of Adam (lr 3e-3)\n", T, B, E, H, F, L, V, steps);
+    std::printf("the weights a layer would hold: [B, H, T, T] = %.0f MB\n",
+                4.0 * B * H * T * T / 1e6);
+    for (const bool keep_weights : {false, true}) {
+        mha::fast::release_kept_memory();
+        reset_peak_rss();
+        mha::LanguageModel m = start;
+        mha::Adam adam(3e-3f);
+        mha::Rng data(2);  // the same batches both ways
+        mha::ModelTrace t;
+        std::printf("%s\n  loss:", keep_weights ? "ordinary backward (weights kept)"
+                                                : "tiled backward (no weights kept)");
+        std::vector<double> s;
+        for (int step = 1; step <= steps; ++step) {
+            const mha::TokenBatch batch = mha::repeated_batch(B, n, V, data, 2);  // [B, T]
+            mha::StepReport r;
+            s.push_back(seconds([&] {
+                r = mha::train_step(m, adam, batch, t, 1.0, keep_weights);
+            }));
+            if (step % 4 == 1 || step == steps) std::printf(" %.3f", r.loss);
+        }
+        std::printf("\n  model-long T%zu %s: median %.3f s a step, peak RSS %.0f MB\n", T,
+                    keep_weights ? "weights kept" : "no weights", median(s), peak_rss_mb());
+    }
     return 0;
 }
 

@@ -27,7 +27,7 @@ machine's speed drifts by +-20% over seconds, and more rounds make the
 median steadier.
 
 After that, the comparisons past the articles (--part picks one of
-article, decode, long, model; all by default):
+article, decode, long, train-long, model; all by default):
 - decode: one new position per sequence through a KV cache, at T = 4096
   and B = 1, 8. PyTorch's side is a hand-written static cache, allocated
   once and written in place (k_cache[:, :, t] = k), then the attention math;
@@ -39,6 +39,12 @@ article, decode, long, model; all by default):
   process, and its figure is what its peak rose above the process's
   resident size before the call (PyTorch's own libraries left out); ours is
   the whole process's peak.
+- train-long: the same shape, a training step: PyTorch's forward
+  (need_weights=False; autograd still keeps the [B*H, T, T] weights) and
+  backward, median of 3, in a child process (peak as for long); ours is
+  `mha_bench --long-backward`: trace_no_weights() (the log-sum-exp kept)
+  and the FlashAttention-2 backward, its forward and backward times added,
+  its peak RSS the whole process's.
 - model: a training step of the language model of src/mha/model/ at B 32,
   T 128, E 256, H 8, F 1024, L 4, V 4000: in PyTorch, nn.Embedding twice,
   four nn.TransformerEncoderLayer(norm_first=True, GELU, dropout 0) under a
@@ -62,8 +68,10 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=os.cpu_count())
 ap.add_argument("--runs", type=int, default=7)
 ap.add_argument("--rounds", type=int, default=7)
-ap.add_argument("--part", choices=["all", "article", "decode", "long", "model"], default="all")
+ap.add_argument("--part", choices=["all", "article", "decode", "long", "train-long", "model"],
+                default="all")
 ap.add_argument("--child-long", type=int, help=argparse.SUPPRESS)
+ap.add_argument("--child-train-long", type=int, help=argparse.SUPPRESS)
 args = ap.parse_args()
 if args.threads < 1 or args.rounds < 1 or not 5 <= args.runs <= 1000:
     sys.exit(f"torch_bench.py: --threads {args.threads}, --rounds {args.rounds}, "
@@ -146,6 +154,34 @@ def long_child(T):
     print(f"{t} {vm('VmHWM') - before} {vm('VmHWM')}")
 
 
+def train_long_child(T):
+    """In a child process: a training step at B = 1, T, causal, through
+    need_weights=False (autograd keeps the [H, T, T] weights for backward);
+    prints the median seconds of 3 steps and the peak's rise as long_child()."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(E, H, batch_first=True)
+    x = torch.randn(1, T, E, requires_grad=True)
+    g = torch.randn(1, T, E)
+    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    before = vm("VmRSS")
+
+    def run():
+        mha.zero_grad(set_to_none=True)
+        x.grad = None
+        out, _ = mha(x, x, x, attn_mask=mask, need_weights=False)
+        out.backward(g)
+
+    run()
+    t = statistics.median(seconds_of(run) for _ in range(3))
+    print(f"{t} {vm('VmHWM') - before} {vm('VmHWM')}")
+
+
+def seconds_of(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def torch_decode(B, T):
     """Seconds per step of a hand-written static-cache decode at cache length T."""
     torch.manual_seed(0)
@@ -212,6 +248,9 @@ env = dict(os.environ, MHA_THREADS=str(args.threads))
 if args.child_long:
     long_child(args.child_long)
     sys.exit(0)
+if args.child_train_long:
+    train_long_child(args.child_train_long)
+    sys.exit(0)
 print(blas_kernels())
 
 
@@ -259,6 +298,39 @@ def compare_long():
           f"call added)")
 
 
+def compare_train_long():
+    T = 8192
+    print(f"\ntraining step without weights, B 1, T {T}, causal: PyTorch need_weights=False "
+          f"(a child process, forward + backward, median of 3), then mha_bench "
+          f"--long-backward, then PyTorch again; threads {args.threads}")
+
+    def child():
+        r = subprocess.run([sys.executable, __file__, "--child-train-long", str(T), "--threads",
+                            str(args.threads)], check=True, capture_output=True,
+                           text=True).stdout.split()
+        return float(r[0]), float(r[1]), float(r[2])
+
+    first = child()
+    out = run_ours("--long-backward")
+    second = child()
+    print(out.rstrip())
+    step = re.search(rf"^training step no-weights T{T} .*: median forward ([0-9.]+) s \+ "
+                     rf"backward ([0-9.]+) s", out, re.M)
+    peak_ours = float(re.search(rf"^backward no-weights T{T} .* peak RSS ([0-9.]+) MB", out,
+                                re.M).group(1))
+    ours_s = float(step.group(1)) + float(step.group(2))
+    theirs_s = statistics.median([first[0], second[0]])
+    rise, peak = max(first[1], second[1]), max(first[2], second[2])
+    print(f"  PyTorch forward + backward, need_weights=False: {theirs_s:.3f} s, peak {peak:.0f} "
+          f"MB, of it {rise:.0f} MB for the step")
+    print(f"  training step no-weights T{T} B1 h8 causal: ours {ours_s:.3f} s "
+          f"({ours_s / theirs_s:.2f}x PyTorch's time), peak RSS {peak_ours:.0f} MB "
+          f"({peak_ours / rise:.3f}x what PyTorch's step added)")
+
+
+if args.part == "train-long":
+    compare_train_long()
+    sys.exit(0)
 if args.part == "decode":
     compare_decode()
     sys.exit(0)
@@ -365,4 +437,5 @@ print(f"  median ratio: forward() {statistics.median(x for x, _ in ratios):.2f}x
 if args.part == "all":
     compare_decode()
     compare_long()
+    compare_train_long()
     compare_model()

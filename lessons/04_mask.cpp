@@ -91,8 +91,10 @@ int main(int argc, char** argv) {
         // The same padding, 2 sequences of 5 keys, the second with 3 real
         // ones, in each convention a student meets; the core converts.
         const mha::Mask keep = mha::padding_mask({5, 3}, 5);   // [2, 1, 1, 5]
-        const mha::Mask torch_bool = mha::to_torch_bool(keep);  // True = may not
-        const mha::Tensor4 additive = mha::to_additive(keep);   // 0 or -inf
+        SHOWN(L, const mha::Mask torch_bool = mha::to_torch_bool(keep));  // True = may not
+        L.code("key_padding_mask = ~keep  # True = ignore");
+        SHOWN(L, const mha::Tensor4 additive = mha::to_additive(keep));  // 0 or -inf
+        L.code("attn_mask = torch.zeros(5).masked_fill(~keep, float(\"-inf\"))");
         const std::vector<std::size_t> lengths2 = mha::to_lengths(keep);
         auto row = [](const char* what, auto cell) {
             std::string s = what;
@@ -110,10 +112,6 @@ int main(int argc, char** argv) {
             return std::string(additive(b, 0, 0, j) == 0.0f ? " 0" : " -inf"); });
         std::printf("  %-33s   seq 0: %zu           seq 1: %zu\n", "valid lengths",
                     lengths2[0], lengths2[1]);
-        L.code("key_padding_mask = ~keep  # True = ignore",
-               "mha::Mask torch_bool = mha::to_torch_bool(keep);");
-        L.code("attn_mask = torch.zeros(5).masked_fill(~keep, float(\"-inf\"))",
-               "mha::Tensor4 additive = mha::to_additive(keep);");
         // Read with the wrong polarity, a mask attends to exactly the keys it
         // should not: here, the padding.
         mha::Rng small_rng(1);

@@ -28,9 +28,9 @@ int main(int argc, char** argv) {
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed;
         const std::string corpus = lesson::corpus_of(L.opt);
-        L.section("1. The poems, split before anything is learned");
         if (!std::filesystem::exists(corpus))
             return std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str()), 77;
+        L.section("1. The poems, split before anything is learned");
         SHOWN(L, const mha::PoemSplit s = mha::split_poems(mha::read_poems(corpus)));
         L.code("poems = [p.split(\"\\n\", 2)[2] for p in text.split(\"\\n%\\n\")]");
         std::printf("%s: the poems' bodies (titles, authors dropped)\ntraining %zu "

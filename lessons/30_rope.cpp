@@ -1,8 +1,8 @@
 // Lesson 30 (past the articles): rotary positions, RoPE.
 //
 // Adds: a stage between the projections and the scores: pair p of a head turns by
-// t * theta^(-2p/D) at position t, so q_i . k_j depends on i - j only. One pair turning,
-// RoPE written out, the relative-position property run, the two conventions met in code.
+// t * theta^(-2p/D) at position t, so q_i . k_j depends on i - j only; run, and the two
+// conventions met in code.
 // Mirrors: Llama's apply_rotary_emb (pairs 2p, 2p+1, as llama2.c); Hugging Face's
 // q * cos + rotate_half(q) * sin (pairs p, p + D/2).
 //
@@ -39,15 +39,13 @@ int main(int argc, char** argv) {
 
         L.section("1. One pair of coordinates, turning with the position");
         // pair p turns theta^(-2p/D) radians a position: p = 0 one, the last ~1/theta
+        SHOWN(L, auto freq = [=](double p) { return std::pow(theta, -2 * p / D); });
+        L.code("freqs = 1.0 / theta ** (torch.arange(0, D, 2) / D)  # [D/2]; * pos");
         const double x1 = q(0, 0, 0, 0), x2 = q(0, 0, 0, 1);  // pair 0 of q[0, 0, 0]
-        L.code("freqs = 1.0 / theta ** (torch.arange(0, D, 2) / D)  # [D/2]; * pos",
-               "const double a = double(offset + t) * std::pow(theta, -2.0 * p / D)");
-        std::printf("%5s %10s %9s %9s %8s %14s\n", "pos", "angle p=0", "x1'", "x2'",
-                    "norm", "angle p=D/2-1");
+        std::puts("  pos  angle p=0       x1'       x2'     norm  angle p=D/2-1");
         double norm_drift = 0;
         for (std::size_t t = 0; t < std::min<std::size_t>(T, 8); ++t) {
-            const double a = double(t);  // pair 0 turns 1 radian a position
-            const double slow = a * std::pow(theta, -2.0 * (D / 2 - 1) / D);  // the last
+            const double a = double(t) * freq(0), slow = double(t) * freq(D / 2 - 1);
             SHOWN(L, const double y1 = x1 * std::cos(a) - x2 * std::sin(a));
             const double y2 = x1 * std::sin(a) + x2 * std::cos(a);
             const double r = std::hypot(y1, y2);  // the length after the turn
@@ -67,8 +65,7 @@ int main(int argc, char** argv) {
                 for (std::size_t h = 0; h < x.shape(1); ++h)
                     for (std::size_t t = 0; t < x.shape(2); ++t)
                         for (std::size_t p = 0; p < D / 2; ++p) {
-                            const double a =
-                                double(offset + t) * std::pow(theta, -2.0 * p / D);
+                            const double a = double(offset + t) * freq(p);
                             const std::size_t i = half ? p : 2 * p;
                             const std::size_t j = half ? p + D / 2 : 2 * p + 1;
                             const double u = x(b, h, t, i), v = x(b, h, t, j);
@@ -89,27 +86,22 @@ int main(int argc, char** argv) {
 
         L.section("3. The score depends on i - j only");
         // one q and one k at every position: turned, score(i, j) is a function of i - j
-        mha::Tensor4 q1({1, 1, T, D}), k1({1, 1, T, D});  // q[0,0,0], k[0,0,0], T times
-        for (std::size_t t = 0; t < T; ++t) {
-            xt::view(q1, 0, 0, t) = xt::view(q, 0, 0, 0);
-            xt::view(k1, 0, 0, t) = xt::view(k, 0, 0, 0);
-        }
+        const mha::Tensor4::shape_type T_times{1, 1, T, D};  // q1, k1: [1, 1, T, D]
+        const mha::Tensor4 q1 = xt::broadcast(xt::view(q, 0, 0, 0), T_times);
+        const mha::Tensor4 k1 = xt::broadcast(xt::view(k, 0, 0, 0), T_times);
         const mha::Tensor4 diag = scaled_scores(rope(q1, false, 0), rope(k1, false, 0));
         L.figure("one q and one k at every position, turned: score(i, j) by i - j",
                  "rope_diagonals", {lesson::grid_of(diag, 0, 0, "scores")}, true);
-        double spread = 0;  // the largest change along a diagonal
-        for (std::size_t i = 1; i < T; ++i)
-            for (std::size_t j = 1; j < T; ++j)
-                spread = std::max(spread, double(std::abs(diag(0, 0, i, j) -
-                                                          diag(0, 0, i - 1, j - 1))));
+        auto late = xt::range(1, T), early = xt::range(0, T - 1);  // i and i - 1
+        const double spread = max_abs_diff(xt::view(diag, 0, 0, late, late),
+                                           xt::view(diag, 0, 0, early, early));
         std::printf("  along each diagonal: max |score(i, j) - score(i-1, j-1)| = %s\n",
                     sci(spread).c_str());
         // sequence 0's q and k, every position shifted by s
         const mha::Tensor4 q0 = xt::view(q, xt::range(0, 1));  // [1, H, T, D]
         const mha::Tensor4 k0 = xt::view(k, xt::range(0, 1));
         const mha::Tensor4 s0 = xt::view(s, xt::range(0, 1));  // [1, H, T, T]
-        std::printf("%8s %28s %18s\n", "shift s", "max |S(i+s, j+s) - S(i, j)|",
-                    "q alone shifted");
+        std::puts(" shift s  max |S(i+s, j+s) - S(i, j)|    q alone shifted");
         double shifted = 0, moved = 0;
         for (std::size_t shift : {1, 10, 100, 1000, 4096}) {
             const mha::Tensor4 q_s = rope(q0, false, shift), k_s = rope(k0, false, shift);
@@ -120,9 +112,8 @@ int main(int argc, char** argv) {
             std::printf("%8zu %28s %18s\n", shift, sci(d).c_str(), sci(o).c_str());
         }
         L.code("rope(q, t + s) @ rope(k, t + s).transpose(2, 3) / math.sqrt(D)");
-        L.say("Rotations compose and keep dot products, so turning both by s changes "
-              "nothing, to float rounding even at s = 4096. Shifting q alone moves the "
-              "scores: they do see the offset between the two.");
+        L.say("Rotations compose and keep dot products: both turned by s, the scores "
+              "stay (to float rounding, even at s = 4096); q alone turned, they move.");
 
         L.section("4. Two conventions, one permutation apart");
         for (std::size_t p = 0; p < std::min<std::size_t>(D / 2, 3); ++p)  // the first 3
@@ -144,13 +135,11 @@ int main(int argc, char** argv) {
         const double same = max_abs_diff(s_perm, s);
         std::printf("  scores, rotate-half against interleaved: max |diff| %s;\n  with "
                     "the permutation first: %s\n", sci(apart).c_str(), sci(same).c_str());
-        L.say("The same rotation, the coordinates in another order: Hugging Face's "
-              "conversion of Llama permutes the rows of wq and wk this way, so that its "
-              "rotate_half gives Meta's scores.");
+        L.say("One rotation, reordered: converting Llama, Hugging Face permutes the "
+              "rows of wq and wk so that its rotate_half gives Meta's scores.");
 
-        int rc = L.claim("RoPE written out equals mha::apply_rope (max |diff| = " +
-                             sci(core) + "), norms kept",
-                         core <= 1e-6 && norm_drift <= 1e-12);
+        int rc = L.claim("RoPE written out = apply_rope, max |diff| = " + sci(core) +
+                             ", norms kept", core <= 1e-6 && norm_drift <= 1e-12);
         rc |= L.claim("S(i + s, j + s) = S(i, j) within 1e-4 up to s = 4096 (" +
                           sci(shifted) + "), the diagonals " + sci(spread),
                       shifted <= 1e-4 && spread <= 1e-4 && moved > 1e-3);

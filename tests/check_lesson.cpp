@@ -2,7 +2,7 @@
 //
 //   check_lesson [--exit N] [--max-width W] [--max-section-rows R] [--max-lines M]
 //                [--expect TEXT]... [--reject TEXT]... [--numbers NAME]...
-//                [--stdin TEXT]
+//                [--stdin TEXT] [--save FILE]
 //                [--shapes FILE --lesson NAME] [--source FILE]
 //                -- PROGRAM [ARGS...]
 //
@@ -25,7 +25,9 @@
 // when a step "NAME.shape = [...]" of a --numbers NAME is missing or not
 // followed, past its PyTorch and C++ lines, by its numbers (--tiny's).
 // stdout and stderr are checked together; the program's stdin is --stdin's
-// TEXT (\n for newlines), or empty.
+// TEXT (\n for newlines), or empty. --save FILE writes "exit N" and the
+// output to FILE before any check, for other tests to read (a run shared by
+// several checks: tests/exercises.cmake reads the lessons' runs).
 #include <sys/wait.h>
 
 #include <unistd.h>
@@ -94,7 +96,7 @@ int main(int argc, char** argv) {
     int want_exit = 0, max_width = 90, max_rows = 30, max_lines = -1;
     std::vector<std::string> expects, rejects, numbers;
     std::string input;
-    std::string shapes_file, lesson, source_file, command;
+    std::string shapes_file, lesson, source_file, save_file, command;
     int i = 1;
     for (; i < argc && std::string(argv[i]) != "--"; ++i) {
         const std::string a = argv[i];
@@ -110,6 +112,7 @@ int main(int argc, char** argv) {
         else if (a == "--shapes") shapes_file = argv[++i];
         else if (a == "--lesson") lesson = argv[++i];
         else if (a == "--source") source_file = argv[++i];
+        else if (a == "--save") save_file = argv[++i];
         else return fail("unknown flag " + a);
     }
     if (i + 1 >= argc) return fail("usage: check_lesson [flags] -- PROGRAM [ARGS]");
@@ -139,6 +142,11 @@ int main(int argc, char** argv) {
     unlink(stdin_file);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
     std::fwrite(out.data(), 1, out.size(), stdout);  // for --output-on-failure
+    if (!save_file.empty()) {
+        std::ofstream saved(save_file, std::ios::binary);
+        saved << "exit " << code << '\n' << out;
+        if (!saved) return fail("cannot write --save " + save_file);
+    }
 
     if (code == 77 && want_exit != 77) return 77;  // skipped (it printed why)
     if (code != want_exit) {

@@ -23,11 +23,12 @@ data-step name where its number was in x [B, H, T, D] (the number there is the c
 the right merge's step is its row, the wrong one's is not. Lesson 04's masks: each cell
 holds the dumped mask, hatched exactly where it is 0, a legend "allowed" / "masked" and
 no colour bar. Every colour-bar and axis tick label is a run of round numbers (a step of
-1, 2 or 5 times a power of 10). At its default sizes every lesson that draws (the lessons
-are the build's, BUILD_DIR/lessons/order.txt; one draws when its --help offers pictures
-for --svg) writes at least one picture and each is under 300 KB; those of lessons 02, 04,
-05, 06, 07 and 10, at the articles' sizes, say what part they show; and lesson 05's
-every-head figure is at most 1000 px wide. Exit 0 when all hold, 1 when one does not,
+1, 2 or 5 times a power of 10). At its default sizes (lesson 21 cut to 10 training
+steps) every lesson that draws (the lessons are the build's, BUILD_DIR/lessons/order.txt;
+one draws when its --help offers pictures for --svg) writes at least one picture and
+each is under 300 KB; those of lessons 02, 04, 05, 06, 07 and 10, at the articles'
+sizes, say what part they show; and lesson 05's every-head figure is at most 1000 px
+wide. Exit 0 when all hold, 1 when one does not,
 77 (skipped) without python3-numpy.
 """
 import colorsys
@@ -280,8 +281,24 @@ if len(drawing) < 10:
     failures.append(f"only {drawing} of {len(lessons)} lessons offer pictures for --svg")
 STAGES = ("02_split_heads", "04_mask", "05_softmax", "06_attend_merge", "07_output_layer",
           "10_merge_without_permute")
+# Lesson 21's pictures have the same grids after 10 training steps as after 800
+# (16 s): cut, it draws its first frames and the induction head's, not the frame
+# of the jump (drawn at --tiny above). Cut, its closing checks fail: exit 1.
+CUT = {"21_induction_heads": ("--steps", "10")}
+skipped = []  # the poem lessons without fortunes-zh: "skipped: needs ...", exit 77
 for lesson in drawing:
-    run(lesson, "--svg", f"{work}/big/{lesson}")
+    if lesson in CUT:
+        rc = subprocess.run([f"{build}/lessons/{lesson}", "--svg", f"{work}/big/{lesson}",
+                             *CUT[lesson]], capture_output=True).returncode
+        if rc not in (0, 1):
+            failures.append(f"{lesson} {' '.join(CUT[lesson])} --svg: exit {rc}")
+    else:
+        r = subprocess.run([f"{build}/lessons/{lesson}", "--svg", f"{work}/big/{lesson}"],
+                           capture_output=True, text=True)
+        if r.returncode == 77 and "skipped: needs" in r.stdout:
+            skipped.append(lesson)
+            continue
+        r.check_returncode()
     pictures = sorted(glob.glob(f"{work}/big/{lesson}/*.svg"))
     if not pictures:
         failures.append(f"{lesson} draws but wrote no picture at its default sizes")
@@ -294,6 +311,8 @@ for lesson in drawing:
 print(f"at the default sizes: {len(glob.glob(f'{work}/big/*/*.svg'))} pictures from "
       f"{len(drawing)} lessons: {' '.join(d[:2] for d in drawing)}; the largest "
       f"{max([os.path.getsize(p) for p in glob.glob(f'{work}/big/*/*.svg')] + [0])} bytes")
+if skipped:
+    print(f"skipped at the default sizes (their data missing): {' '.join(skipped)}")
 heads = f"{work}/big/05_softmax/attention_weights_heads.svg"
 width = int(ET.parse(heads).getroot().get("width"))
 if width > 1000:

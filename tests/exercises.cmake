@@ -12,6 +12,10 @@
 # must be worked out where it stands ("= 0.153"), and no training step past 9
 # is named by hand: a number typed from an earlier run goes stale. Code in backticks and
 # formulas are not read.
+# With -DRUNS=folder, the lesson alone and the lesson with --tiny alone are
+# not run again: their output is read from RUNS/LESSON.default.txt and
+# RUNS/LESSON.tiny.txt, saved by the tests lesson.LESSON.default and .tiny
+# (check_lesson --save: "exit N", then stdout and stderr) in the same ctest run.
 #   cmake -DPAGES=docs/pages/lessons.dox -DBIN=build -DLESSON=05_softmax -P exercises.cmake
 cmake_minimum_required(VERSION 3.25)
 file(READ "${PAGES}" text)
@@ -59,10 +63,31 @@ while(TRUE)
     set(want ${CMAKE_MATCH_3})
   endif()
   string(MD5 key "${command_line}")
+  set(saved "")
+  if(DEFINED RUNS AND command_line STREQUAL "lessons/${LESSON}")
+    set(saved "${RUNS}/${LESSON}.default.txt")
+  elseif(DEFINED RUNS AND command_line STREQUAL "lessons/${LESSON} --tiny")
+    set(saved "${RUNS}/${LESSON}.tiny.txt")
+  endif()
   if(DEFINED ran_${key})  # run once for every exercise that names it
     set(out "${out_${key}}")
     set(err "${err_${key}}")
     set(rc "${rc_${key}}")
+  elseif(NOT saved STREQUAL "" AND EXISTS "${saved}")
+    file(READ "${saved}" out)
+    string(REGEX MATCH "^exit ([0-9]+)\n" head "${out}")
+    if(head STREQUAL "")
+      message(FATAL_ERROR "${saved}: no 'exit N' line: rerun lesson.${LESSON}'s tests")
+    endif()
+    set(rc ${CMAKE_MATCH_1})
+    string(LENGTH "${head}" skip)
+    string(SUBSTRING "${out}" ${skip} -1 out)
+    set(err "")
+    set(ran_${key} 1)
+    set(out_${key} "${out}")
+    set(err_${key} "")
+    set(rc_${key} "${rc}")
+    message(STATUS "`build/${command_line}`: read from its run in ${saved}")
   else()
     separate_arguments(command UNIX_COMMAND "${BIN}/${command_line}")
     execute_process(COMMAND ${command} INPUT_FILE "${stdin}"

@@ -212,14 +212,27 @@ except Exception as e:  # a container where Chromium cannot start
     sys.exit(1 if failures else 77)
 if shots:
     shots.mkdir(parents=True, exist_ok=True)
+# One load per page: it is measured at the first size, the window is then
+# resized to the second (the layout is CSS's, by media queries) and measured
+# again, once the resize has been laid out (two animation frames) and has settled.
+RESIZED = r"""
+const done = arguments[arguments.length - 1];
+requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+"""
 try:
-    for w, h in SIZES:
-        browser.set_window_size(w, h)
-        # The window's inner size is what a projector shows: make it exact.
-        inner = browser.execute_script("return [window.innerWidth, window.innerHeight]")
-        browser.set_window_size(2 * w - inner[0], 2 * h - inner[1])
-        for name in names:
-            browser.get((site / f"{name}.html").as_uri())
+    # The window's inner size is what a projector shows: make it exact. The
+    # browser's own frame around it is the same at every size.
+    browser.set_window_size(*SIZES[0])
+    inner = browser.execute_script("return [window.innerWidth, window.innerHeight]")
+    frame = (SIZES[0][0] - inner[0], SIZES[0][1] - inner[1])
+    for k, name in enumerate(names):
+        # Alternate the order of the sizes, so that half the pages load at each.
+        for j, (w, h) in enumerate(SIZES if k % 2 == 0 else SIZES[::-1]):
+            browser.set_window_size(w + frame[0], h + frame[1])
+            if j == 0:
+                browser.get((site / f"{name}.html").as_uri())
+            else:
+                browser.execute_async_script(RESIZED)
             browser.execute_async_script(SETTLED)
             m = browser.execute_script(MEASURE)
             where = f"{name} at {w}x{h}"

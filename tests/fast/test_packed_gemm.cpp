@@ -149,6 +149,61 @@ TEST_CASE("packed_gemm equals a product in double, at every edge of its blocking
     }
 }
 
+TEST_CASE("packed_gemm_add: A by rows or by columns, C added to or overwritten, as in double") {
+    if (!kernels_run_here()) return;
+    WideSetting restore;
+    for (bool wide : wide_settings()) {
+    mha::fast::set_wide_tiles(wide);
+    CAPTURE(wide);
+    // m: a 6-row tile, remainders; k: one step, a stretch of 256 and more;
+    // n: whole and partial panels, and a 32-column tile with a partial half.
+    mha::Rng rng(8);
+    const float guard = 777.0f;
+    for (std::size_t m : {1, 5, 6, 13, 64}) {
+        for (std::size_t k : {1, 64, 257}) {
+            for (std::size_t n : {7, 16, 33, 64}) {
+                for (bool trans_a : {false, true}) {
+                    for (bool add : {false, true}) {
+                        CAPTURE(m); CAPTURE(k); CAPTURE(n); CAPTURE(trans_a); CAPTURE(add);
+                        // A [m, k], or A^T [k, m] when trans_a, rows wider than used
+                        const std::size_t lda = (trans_a ? m : k) + 3, ldc = n + 4;
+                        const std::vector<float> a = random_floats((trans_a ? k : m) * lda, rng);
+                        const std::vector<float> src = random_floats(k * n, rng);  // B [k, n]
+                        std::vector<float> packed(mha::fast::packed_floats(k, n));
+                        mha::fast::pack_panels(src.data(), n, false, k, n, packed.data());
+                        std::vector<float> c((m + 1) * ldc, guard);  // and a row past C
+                        for (std::size_t i = 0; i < m; ++i)
+                            for (std::size_t j = 0; j < n; ++j) c[i * ldc + j] = rng.normal();
+                        const std::vector<float> before = c;
+                        const float alpha = 0.125f;
+                        mha::fast::packed_gemm_add(a.data(), lda, trans_a, m, k, packed.data(),
+                                                   k, n, c.data(), ldc, alpha, add);
+                        double worst = 0;  // |error| / (sum of |terms|), over C
+                        for (std::size_t i = 0; i < m; ++i) {
+                            for (std::size_t j = 0; j < n; ++j) {
+                                double sum = 0, size = 0;
+                                for (std::size_t t = 0; t < k; ++t) {
+                                    const double x = trans_a ? a[t * lda + i] : a[i * lda + t];
+                                    sum += x * src[t * n + j];
+                                    size += std::fabs(x * src[t * n + j]);
+                                }
+                                const double c0 = add ? before[i * ldc + j] : 0.0;
+                                const double err = std::fabs(c[i * ldc + j] - c0 - alpha * sum);
+                                mha_test::keep_worst(worst,
+                                                     err / (alpha * size + std::fabs(c0)));
+                            }
+                        }
+                        // float sums of k terms, and the add: each rounds by <= 6e-8
+                        CHECK(worst < 6e-8 * (k + 3));
+                        CHECK(touched_outside(c, m, n, ldc, guard) == 0);
+                    }
+                }
+            }
+        }
+    }
+    }
+}
+
 TEST_CASE("packed_gemm: NaN and Inf in B reach C as in any product") {
     if (!kernels_run_here()) return;
     // A row of zero weights times a value row holding NaN is NaN (0 x NaN),

@@ -183,3 +183,20 @@ TEST_CASE("softmax gradient kernel: both builds against the formula in double") 
         }
     }
 }
+
+TEST_CASE("row max kernel: both builds against std::max, any length, NaN passed over") {
+    mha::Rng rng(5);
+    for (std::size_t n : {0, 1, 7, 8, 31, 32, 33, 100}) {
+        std::vector<float> row(n);
+        for (float& x : row) x = 3 * rng.normal();
+        if (n > 9) row[n / 2] = NAN;  // passed over, as std::max(m, NaN) keeps m
+        for (float init : {-std::numeric_limits<float>::infinity(), 2.5f}) {
+            float want = init;
+            for (float x : row) want = std::max(want, x);
+            CAPTURE(n);
+            CAPTURE(init);
+            CHECK(mha::fast::row_max(row.data(), n, init) == want);  // the machine's build
+            CHECK(mha::fast::row_max_kernel(row.data(), n, init) == want);  // 4 lanes
+        }
+    }
+}

@@ -12,6 +12,7 @@
 
 #include "mha/fast/dense.hpp"
 #include "mha/model/train.hpp"
+#include "../worst.hpp"
 
 namespace train_test {
 
@@ -160,6 +161,51 @@ TEST_CASE("train_step: a LanguageModel's step is forward, cross_entropy, backwar
                     std::invalid_argument);
     CHECK(opt.steps() == 3);
     CHECK(max_param_diff(m, hand, g) == 0.0);
+}
+
+TEST_CASE("train_step through the tiled backward (no weights kept) follows the ordinary one") {
+    // T = 20: every row's causal limit differs. First the gradients of one
+    // backward each way, within 1e-5 of the largest (float sums in another
+    // order). Then 3 steps of Adam each way: Adam divides by |g| + eps, so a
+    // gradient near 0 turns rounding into a step (with eps 1e-8, up to lr);
+    // with eps = 1e-3 a weight's step moves by at most lr / eps = 10x its
+    // gradient's difference, and 3 steps must stay within 30x the
+    // gradients' tolerance (and the losses within 1e-5 of each other).
+    const mha::ModelConfig c{11, 20, 16, 2, 32, 2};
+    mha::LanguageModel ordinary = mha::make_language_model(c, 5);
+    mha::LanguageModel tiled = ordinary;
+    mha::Rng rng(7);
+    const mha::TokenBatch d0 = counting_batch(3, 20, 11, rng);
+    const mha::ModelTrace t0 = mha::forward(ordinary, d0.x);
+    const mha::ModelTrace tt0 = mha::forward(ordinary, d0.x, false);  // lse, no weights
+    CHECK(tt0.layers[0].attn.weights.size() == 0);  // nothing [B, H, T, T] was kept
+    CHECK(tt0.layers[0].attn.lse.size() == 3 * 2 * 20);
+    const mha::Tensor3 d_logits = mha::fast::cross_entropy(t0.logits, d0.y).d_logits;
+    const mha::ModelGrads g = mha::backward(ordinary, t0, d0.x, d_logits);
+    const mha::ModelGrads gt = mha::backward(ordinary, tt0, d0.x, d_logits);
+    const std::vector<mha::Parameter> pg = mha::parameters(ordinary, g);
+    const std::vector<mha::Parameter> pt = mha::parameters(ordinary, gt);
+    double largest = 0, worst = 0;
+    for (std::size_t k = 0; k < pg.size(); ++k)
+        for (std::size_t i = 0; i < pg[k].size; ++i) {
+            largest = std::max(largest, std::fabs(double(pg[k].grad[i])));
+            mha_test::keep_worst(worst, std::fabs(double(pg[k].grad[i]) - pt[k].grad[i]));
+        }
+    const double tolerance = 1e-5 * largest;
+    CHECK(worst <= tolerance);
+
+    const float lr = 1e-2f, eps = 1e-3f;
+    mha::Adam opt(lr, 0.9f, 0.999f, eps), tiled_opt(lr, 0.9f, 0.999f, eps);
+    mha::ModelTrace t, tt;
+    for (int step = 1; step <= 3; ++step) {
+        CAPTURE(step);
+        const mha::TokenBatch d = counting_batch(3, 20, 11, rng);
+        const mha::StepReport r = mha::train_step(ordinary, opt, d, t, 1.0);
+        const mha::StepReport rt = mha::train_step(tiled, tiled_opt, d, tt, 1.0, false);
+        CHECK(tt.layers[1].attn.weights.size() == 0);
+        CHECK(std::fabs(rt.loss - r.loss) <= 1e-5 * r.loss);
+        CHECK(max_param_diff(ordinary, tiled, g) <= 30 * tolerance);
+    }
 }
 
 TEST_CASE("train_step: clipped at a tiny max_norm, each weight moves by lr s g / (|s g| + eps)") {

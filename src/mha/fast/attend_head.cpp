@@ -209,7 +209,8 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
 
 std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s,
                               const Mask* mask, float fill, const Tensor4* score_bias,
-                              const BlockMask& bm) {
+                              const BlockMask& bm, std::size_t first_block,
+                              std::size_t end_block) {
     const std::size_t Tq = s.Tq, Tk = s.Tk, D = s.D, E = s.E, Ekv = s.Ekv;
     const std::size_t C = bm.cols;  // keys per tile of the block mask
     if (bm.rows != kRowBlock || kKeyBlock % C != 0 || bm.q_blocks * kRowBlock < Tq ||
@@ -220,14 +221,13 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
     const bool may_skip = fill == kNegInf;
     std::size_t v_bad = Tk + 1;  // past_last_nonfinite(V), once it is needed
     const auto [kt, vp] = pack_kv(x, s);
-    // This thread's tile [64, 256], accumulator [64, D], a block's weights
-    // x V [64, D], and each row's running max and sum.
+    // This thread's tile [64, 256], accumulator [64, D], and each row's
+    // running max and sum.
     thread_local Buffer work;
-    work.resize(kRowBlock * (kKeyBlock + 2 * D + 2));
+    work.resize(kRowBlock * (kKeyBlock + D + 2));
     float* const tile = work.data();
     float* const acc = tile + kRowBlock * kKeyBlock;
-    float* const part = acc + kRowBlock * D;
-    float* const m = part + kRowBlock * D;
+    float* const m = acc + kRowBlock * D;
     float* const l = m + kRowBlock;
     std::size_t computed = 0;  // block-mask tiles computed
     // Whether tile (qb, kb) is computed: not when empty and skippable, and
@@ -237,7 +237,7 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
         if (v_bad > Tk) v_bad = past_last_nonfinite(x.v, Tk, D, Ekv);
         return kb * C >= v_bad;
     };
-    for (std::size_t qb = 0; qb * kRowBlock < Tq; ++qb) {
+    for (std::size_t qb = first_block; qb < end_block && qb * kRowBlock < Tq; ++qb) {
         const std::size_t i0 = qb * kRowBlock, rows = std::min(kRowBlock, Tq - i0);
         std::fill(acc, acc + rows * D, 0.0f);
         std::fill(m, m + rows, kNegInf);
@@ -275,8 +275,7 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
                     const std::size_t off = partial[p] * C, n = std::min(C, cols - off);
                     mask_part(row + off, n, b, h, i0 + r, j0 + off, s, mask, fill);
                 }
-                float mx = m[r];
-                for (std::size_t j = 0; j < cols; ++j) mx = std::max(mx, row[j]);
+                const float mx = row_max(row, cols, m[r]);
                 if (mx == kNegInf) {  // nothing to see yet, unless a NaN hides
                     bool nan = false;
                     for (std::size_t j = 0; j < cols; ++j) nan = nan || std::isnan(row[j]);
@@ -286,18 +285,20 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
                 }
                 const float rescale = std::exp(m[r] - mx);  // 0 while m[r] is -inf
                 l[r] = l[r] * rescale + exp_sum(row, cols, mx);
-                for (std::size_t d = 0; d < D; ++d) acc[r * D + d] *= rescale;
+                if (mx != m[r]) {  // when the max stays, rescale is 1: nothing to do
+                    for (std::size_t d = 0; d < D; ++d) acc[r * D + d] *= rescale;
+                }
                 m[r] = mx;
             }
             // 3) this tile's weights x V: [rows, cols] x [cols, D], added
+            //    into the accumulator as the product stores it
             if (vp != nullptr) {
-                packed_gemm(tile, kKeyBlock, rows, cols, vp + j0 * kPanelWidth, Tk, D, part, D,
-                            1.0f);
+                packed_gemm(tile, kKeyBlock, rows, cols, vp + j0 * kPanelWidth, Tk, D, acc, D,
+                            1.0f, true);
             } else {
                 gemm({tile, rows, cols, kKeyBlock}, false, {x.v + j0 * Ekv, cols, D, Ekv}, false,
-                     part, D);
+                     acc, D, 1.0f, 1.0f);
             }
-            for (std::size_t i = 0; i < rows * D; ++i) acc[i] += part[i];
         }
         // 4) divide by the sums. A row with every key masked has weights 0
         //    and keeps acc: 0, or NaN where 0 met a NaN in V, as attend_head()

@@ -140,10 +140,17 @@ void attend_head(const Head& x, std::size_t b, std::size_t h, const HeadSizes& s
 /// @param score_bias nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`, checked
 /// @param tiles the block mask of @p mask and the causal limit of @p s,
 ///              with 64-row tiles (kTileRows) whose keys divide 256
-/// @return     the block-mask tiles computed for this head
+/// @param first_block the first block of 64 query rows to compute (a share
+///              of the head, for the workers to split it; each row's result
+///              is the same whoever computes it)
+/// @param end_block one past the last block to compute (past the last
+///              block: to the end)
+/// @return     the block-mask tiles computed for these rows of this head
 std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h,
                               const HeadSizes& s, const Mask* mask, float fill,
-                              const Tensor4* score_bias, const BlockMask& tiles);
+                              const Tensor4* score_bias, const BlockMask& tiles,
+                              std::size_t first_block = 0,
+                              std::size_t end_block = static_cast<std::size_t>(-1));
 
 /// @}
 

@@ -95,17 +95,32 @@ BlockMask block_mask_of(const Call& in, std::size_t Tq, std::size_t Tk) {
     return bm;
 }
 
+// Into how many shares of its query blocks the tiled path cuts each head:
+// enough items (16 per worker) that a core slowed by other work does not
+// leave the other idle at the end, at most one per block. Each share packs
+// its head's K and V again (at T = 16384, 8 MiB against seconds of work).
+std::size_t head_shares(const Job& job, std::size_t pairs) {
+    if (job.in.weights) return 1;
+    const std::size_t want = (16 * worker_count() + pairs - 1) / pairs;
+    return std::max<std::size_t>(1, std::min(want, job.tiles->q_blocks));
+}
+
 // Scores, mask, softmax and weights x V for every (sequence, head) pair of
 // the chunk of n sequences from b0, each independent of the others. With
-// one chunk at a time on every core, each core takes the next pair nobody
-// has taken.
+// one chunk at a time on every core, each core takes the next item nobody
+// has taken: a pair, or without weights a share of a pair's query blocks,
+// the last shares first (under a causal mask they cost the most, so the
+// cheap ones are left for the end). A row's numbers do not depend on who
+// computes it.
 void attend_heads(const Job& job, const Rows& rows, std::size_t b0, std::size_t n) {
     const std::size_t Tq = job.Tq, Tk = job.Tk, E = job.E, H = job.H, D = job.head.D;
     const std::size_t Ekv = job.Ekv;
-    std::atomic<std::size_t> next_pair{0};
-    parallel_for(std::min(n * H, worker_count()), [&](std::size_t, std::size_t) {
+    const std::size_t shares = head_shares(job, n * H), items = n * H * shares;
+    std::atomic<std::size_t> next_item{0};
+    parallel_for(std::min(items, worker_count()), [&](std::size_t, std::size_t) {
         Buffer panels(job.packed ? panel_floats(Tk, D) : 0);
-        for (std::size_t bh; (bh = next_pair++) < n * H;) {
+        for (std::size_t item; (item = next_item++) < items;) {
+            const std::size_t bh = item % (n * H), share = shares - 1 - item / (n * H);
             const std::size_t b = bh / H, h = bh % H, g = h / job.group;  // g: its kv head
             const Head head{rows.q + b * Tq * E + h * D,        // [Tq, D], rows E apart
                             rows.k + b * Tk * Ekv + g * D,      // [Tk, D], rows Ekv apart
@@ -119,8 +134,10 @@ void attend_heads(const Job& job, const Rows& rows, std::size_t b0, std::size_t 
                 attend_head(head, b0 + b, h, job.head, job.in.mask, job.in.fill,
                             job.in.score_bias);
             } else {
+                const std::size_t blocks = job.tiles->q_blocks;  // of 64 query rows
                 attend_head_tiled(head, b0 + b, h, job.head, job.in.mask, job.in.fill,
-                                  job.in.score_bias, *job.tiles);
+                                  job.in.score_bias, *job.tiles, share * blocks / shares,
+                                  (share + 1) * blocks / shares);
             }
         }
     });

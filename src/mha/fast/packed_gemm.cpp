@@ -64,8 +64,12 @@ void pack_panels(const float*, std::size_t, bool, std::size_t, std::size_t, floa
     throw std::logic_error("pack_panels: this build has no packed kernels (x86-64 only)");
 }
 void packed_gemm(const float*, std::size_t, std::size_t, std::size_t, const float*,
-                 std::size_t, std::size_t, float*, std::size_t, float) {
+                 std::size_t, std::size_t, float*, std::size_t, float, bool) {
     throw std::logic_error("packed_gemm: this build has no packed kernels (x86-64 only)");
+}
+void packed_gemm_add(const float*, std::size_t, bool, std::size_t, std::size_t, const float*,
+                     std::size_t, std::size_t, float*, std::size_t, float, bool) {
+    throw std::logic_error("packed_gemm_add: this build has no packed kernels (x86-64 only)");
 }
 void packed_linear(const float*, std::size_t, std::size_t, std::size_t, const LinearPanels*,
                    std::size_t) {

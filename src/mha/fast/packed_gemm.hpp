@@ -67,8 +67,8 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
                  std::size_t n, float* dst);
 
 /// C = alpha A B, with B the first @p k rows and @p n columns of a
-/// right-hand side that pack_panels() packed. C is overwritten; nothing is
-/// read from it first.
+/// right-hand side that pack_panels() packed. C is overwritten (nothing is
+/// read from it first), or, with @p add, C += alpha A B.
 /// @param a        A `[m, k]`, rows @p lda apart
 /// @param lda      distance between rows of A
 /// @param m        rows of A and C
@@ -79,9 +79,30 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
 /// @param c        C `[m, n]`, rows @p ldc apart
 /// @param ldc      distance between rows of C
 /// @param alpha    scale of the product
+/// @param add      add the product to C instead of overwriting it
 void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                  const float* packed, std::size_t packed_k, std::size_t n, float* c,
-                 std::size_t ldc, float alpha);
+                 std::size_t ldc, float alpha, bool add = false);
+
+/// C = alpha op(A) B, or C += alpha op(A) B, with B packed as for
+/// packed_gemm() and A read in place, by rows or, transposed, by columns
+/// (the tiled backward's P^T dO and dS^T Q, with no copy of P^T or dS^T).
+/// @param a        A `[m, k]` with rows @p lda apart, or when @p trans_a
+///                 A^T `[k, m]` with rows @p lda apart
+/// @param lda      distance between rows of what @p a points at
+/// @param trans_a  read A as the transpose of what @p a points at
+/// @param m        rows of C
+/// @param k        terms of each sum, 1 … @p packed_k
+/// @param packed   what pack_panels() wrote for `[packed_k, N]`, N >= n
+/// @param packed_k rows of the packed right-hand side
+/// @param n        columns of C
+/// @param c        C `[m, n]`, rows @p ldc apart
+/// @param ldc      distance between rows of C
+/// @param alpha    scale of the product
+/// @param add      add to what C holds (false: overwrite it, unread)
+void packed_gemm_add(const float* a, std::size_t lda, bool trans_a, std::size_t m,
+                     std::size_t k, const float* packed, std::size_t packed_k, std::size_t n,
+                     float* c, std::size_t ldc, float alpha, bool add);
 
 /// One linear layer for packed_linear(): its weight W `[n, k]` packed as
 /// B = W^T (pack_panels() with trans), its bias, and where its rows go.

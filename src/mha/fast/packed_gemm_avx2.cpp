@@ -390,12 +390,12 @@ void pack_panels(const float* src, std::size_t ld, bool trans, std::size_t k,
 
 void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
                  const float* packed, std::size_t packed_k, std::size_t n, float* c,
-                 std::size_t ldc, float alpha) {
+                 std::size_t ldc, float alpha, bool add_to_c) {
     const bool wide = wide_tiles_on();
     for (std::size_t t0 = 0; t0 < k; t0 += kDepth) {
         const std::size_t kc = std::min(kDepth, k - t0);
         const float* b = packed + t0 * kPanelWidth;
-        const bool add = t0 > 0;
+        const bool add = add_to_c || t0 > 0;
         std::size_t i = 0;
         for (; i + 6 <= m; i += 6)
             row_tiles<6>(a + i * lda + t0, lda, b, packed_k, kc, n, c + i * ldc, ldc,
@@ -404,6 +404,45 @@ void packed_gemm(const float* a, std::size_t lda, std::size_t m, std::size_t k,
             j0 += rest_tile_at(m - i, a + i * lda + t0, lda, b + j0 * packed_k, packed_k, kc,
                                c + i * ldc + j0, ldc, n - j0, alpha, add, nullptr, wide);
     }
+}
+
+namespace {
+
+// packed_gemm_add() with A where L says: C (+)= alpha A B, 6 rows of C at a
+// time along their columns, 256 terms a stretch.
+template <ALayout L>
+void gemm_laid_out(const float* a, std::size_t lda, std::size_t m, std::size_t k,
+                   const float* packed, std::size_t packed_k, std::size_t n, float* c,
+                   std::size_t ldc, float alpha, bool add) {
+    const bool wide = wide_tiles_on();
+    for (std::size_t t0 = 0; t0 < k; t0 += kDepth) {
+        const std::size_t kc = std::min(kDepth, k - t0);
+        const float* b = packed + t0 * kPanelWidth;
+        const float* at = L == ALayout::rows ? a + t0 : a + t0 * lda;  // term t0
+        const bool to_c = add || t0 > 0;
+        for (std::size_t i = 0; i < m; i += 6) {
+            const std::size_t mr = std::min<std::size_t>(6, m - i);
+            const float* ai = L == ALayout::rows ? at + i * lda : at + i;
+            for (std::size_t j0 = 0; j0 < n;)
+                j0 += mr == 6 ? tile_at<6, L>(ai, lda, b + j0 * packed_k, packed_k, kc,
+                                              c + i * ldc + j0, ldc, n - j0, alpha, to_c,
+                                              nullptr, wide)
+                              : rest_tile_at<L>(mr, ai, lda, b + j0 * packed_k, packed_k, kc,
+                                                c + i * ldc + j0, ldc, n - j0, alpha, to_c,
+                                                nullptr, wide);
+        }
+    }
+}
+
+}  // namespace
+
+void packed_gemm_add(const float* a, std::size_t lda, bool trans_a, std::size_t m,
+                     std::size_t k, const float* packed, std::size_t packed_k, std::size_t n,
+                     float* c, std::size_t ldc, float alpha, bool add) {
+    if (trans_a)
+        gemm_laid_out<ALayout::columns>(a, lda, m, k, packed, packed_k, n, c, ldc, alpha, add);
+    else
+        gemm_laid_out<ALayout::rows>(a, lda, m, k, packed, packed_k, n, c, ldc, alpha, add);
 }
 
 void packed_linear(const float* a, std::size_t lda, std::size_t m, std::size_t k,

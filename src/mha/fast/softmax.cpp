@@ -10,6 +10,7 @@ namespace mha::fast {
 #if defined(MHA_AVX2_KERNEL)
 void softmax_row_avx2(float* row, std::size_t n);  // softmax_avx2.cpp
 float exp_sum_avx2(float* row, std::size_t n, float max);
+float row_max_avx2(const float* row, std::size_t n, float init);
 void softmax_grad_row_avx2(const float* p, float* ds, const unsigned char* keep, std::size_t c,
                            std::size_t n);
 
@@ -35,6 +36,13 @@ float exp_sum(float* row, std::size_t n, float max) {
     if (avx2()) return exp_sum_avx2(row, n, max);
 #endif
     return exp_sum_kernel(row, n, max);
+}
+
+float row_max(const float* row, std::size_t n, float init) {
+#if defined(MHA_AVX2_KERNEL)
+    if (avx2()) return row_max_avx2(row, n, init);
+#endif
+    return row_max_kernel(row, n, init);
 }
 
 void softmax_grad_row(const float* p, float* ds, const unsigned char* keep, std::size_t c,

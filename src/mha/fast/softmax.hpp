@@ -27,6 +27,15 @@ void softmax_row(float* row, std::size_t n);
 /// @return    the sum of the exponentials
 float exp_sum(float* row, std::size_t n, float max);
 
+/// The largest of @p init and the @p n floats of @p row, a vector at a
+/// time (the tiled attention's running max); NaNs are passed over, as
+/// std::max(m, x) passes them, so a NaN score is left to the exponentials.
+/// @param row  @p n floats
+/// @param n    how many
+/// @param init the max so far (not NaN)
+/// @return     the max
+float row_max(const float* row, std::size_t n, float init);
+
 /// The softmax's backward for one row of weights, as the teaching core's
 /// backward_stages() takes it (step 5, src/mha/backward.cpp), in vectors:
 /// \f$dS_j = P_j (dP_j - \sum_k P_k dP_k)\f$ over the first @p c keys; 0

@@ -10,6 +10,10 @@ void softmax_row_avx2(float* row, std::size_t n) { softmax_row_kernel(row, n); }
 
 float exp_sum_avx2(float* row, std::size_t n, float max) { return exp_sum_kernel(row, n, max); }
 
+float row_max_avx2(const float* row, std::size_t n, float init) {
+    return row_max_kernel(row, n, init);
+}
+
 void softmax_grad_row_avx2(const float* p, float* ds, const unsigned char* keep, std::size_t c,
                            std::size_t n) {
     softmax_grad_row_kernel(p, ds, keep, c, n);

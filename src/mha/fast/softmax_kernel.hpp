@@ -108,6 +108,23 @@ float exp_sum_kernel(float* row, std::size_t n, float max) {
     return sum;
 }
 
+// The largest of init and row[0 .. n-1], NaN scores passed over (as
+// std::max(m, x) does); four vectors per step: four independent chains of
+// compares, where one scalar chain waits on each compare in turn.
+float row_max_kernel(const float* row, std::size_t n, float init) {
+    // b when b > a, else a: a NaN b never wins, and a starts as no NaN
+    auto keep_larger = [](auto a, auto b) { return b > a ? b : a; };
+    F m[4] = {splat(init), splat(init), splat(init), splat(init)};
+    std::size_t j = 0;
+    for (; j + 4 * W <= n; j += 4 * W)
+        for (int c = 0; c < 4; ++c) m[c] = keep_larger(m[c], load(row + j + c * W));
+    for (; j + W <= n; j += W) m[0] = keep_larger(m[0], load(row + j));
+    float max = fold(keep_larger(keep_larger(m[0], m[1]), keep_larger(m[2], m[3])),
+                     max2<float>);
+    for (; j < n; ++j) max = keep_larger(max, row[j]);
+    return max;
+}
+
 void softmax_row_kernel(float* row, std::size_t n) {
     // The max, two vectors per step: two independent chains of compares.
     std::size_t j = 0;

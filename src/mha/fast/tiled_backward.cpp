@@ -21,17 +21,16 @@ namespace {
 // dK and dV [64, D] stay in cache over all the query blocks.
 constexpr std::size_t kQueries = 64, kKeys = 64;
 
-// t [cols, rows] (kQueries apart) = x^T, x [rows, cols] (kKeys apart): the
-// packed kernels take A as it is, so P^T and dS^T are written out (a tile,
-// 16 KiB, against the 64 x 64 x D product it feeds).
-void transpose_tile(const float* x, std::size_t rows, std::size_t cols, float* t) {
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < cols; ++c) t[c * kQueries + r] = x[r * kKeys + c];
-}
-
-// y [n] += x [n]
-void add_to(float* y, const float* x, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) y[i] += x[i];
+// dS = P o (dP - D_i) on a tile that no mask or causal limit touches: rows
+// x c, kKeys apart, in vectors (the compiler's).
+void softmax_back_tile(const float* __restrict p, float* __restrict ds, const float* d_i,
+                       std::size_t rows, std::size_t c) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* __restrict pr = p + r * kKeys;
+        float* __restrict dsr = ds + r * kKeys;
+        const float di = d_i[r];
+        for (std::size_t j = 0; j < c; ++j) dsr[j] = pr[j] * (dsr[j] - di);
+    }
 }
 
 }  // namespace
@@ -51,24 +50,25 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
     thread_local std::vector<std::size_t> cols;  // [blocks]
     thread_local std::vector<unsigned char> sees_nothing;  // [Tq]
     // With the packed kernels: Q and dO of the head packed once (B of dK
-    // and dV, a query block's rows read in place), K_j^T, V_j^T and K_j once
-    // per key block, P^T and dS^T per tile, and a product to add [64, D]
+    // and dV), Q copied with its rows together (A of S), K_j^T, V_j^T and
+    // K_j packed once per key block; P and dS are read in place, by columns
+    // as P^T and dS^T
     const bool packed = packed_products_on();
     thread_local Buffer panels;
-    panels.resize(packed ? 2 * packed_floats(Tq, D) + 2 * packed_floats(D, kKeys) +
-                               packed_floats(kKeys, D) + 2 * kKeys * kQueries + kKeys * D
+    panels.resize(packed ? 2 * packed_floats(Tq, D) + Tq * D + 2 * packed_floats(D, kKeys) +
+                               packed_floats(kKeys, D)
                          : 0);
     float* const qp = panels.data();                // Q [Tq, D]
     float* const dop = qp + packed_floats(Tq, D);   // dO [Tq, D]
-    float* const kt = dop + packed_floats(Tq, D);   // K_j^T [D, w]
+    float* const qc = dop + packed_floats(Tq, D);   // Q [Tq, D], rows D apart
+    float* const kt = qc + Tq * D;                  // K_j^T [D, w]
     float* const vt = kt + packed_floats(D, kKeys); // V_j^T [D, w]
     float* const kp = vt + packed_floats(D, kKeys); // K_j [w, D]
-    float* const pt = kp + packed_floats(kKeys, D); // P^T [c, rows], kQueries apart
-    float* const dst = pt + kKeys * kQueries;       // dS^T [c, rows]
-    float* const part = dst + kKeys * kQueries;     // a product [64, D]
     if (packed) {
         pack_panels(x.q, E, false, Tq, D, qp);
         pack_panels(x.d_o, x.ld_do, false, Tq, D, dop);
+        // Q's rows, E apart in place, fall on few of the L1 cache's sets
+        for (std::size_t i = 0; i < Tq; ++i) std::copy_n(x.q + i * E, D, qc + i * D);
     }
 
     // 1) D_i = rowsum(dO o O), which is sum_j P_ij dP_ij
@@ -116,7 +116,7 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
             const std::size_t c = std::min(w, cols[ib] - j0);  // keys of the tile
             const float *q = x.q + i0 * E, *d_o = x.d_o + i0 * x.ld_do;
             // a) S = scale Q_i K_j^T  [rows, D] x [D, c]
-            if (packed) packed_gemm(q, E, rows, D, kt, D, c, p, kKeys, s.scale);
+            if (packed) packed_gemm(qc + i0 * D, D, rows, D, kt, D, c, p, kKeys, s.scale);
             else gemm({q, rows, D, E}, false, {k, c, D, Ekv}, true, p, kKeys, s.scale);
             // b) P = e^{S - L}, after the bias and the mask as in the forward
             for (std::size_t r = 0; r < rows; ++r) {
@@ -133,9 +133,8 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
             }
             // c) dV_j += P^T dO_i  [c, rows] x [rows, D]
             if (packed) {
-                transpose_tile(p, rows, c, pt);
-                packed_gemm(pt, kQueries, c, rows, dop + i0 * kPanelWidth, Tq, D, part, D, 1.0f);
-                add_to(dv_j, part, c * D);
+                packed_gemm_add(p, kKeys, true, c, rows, dop + i0 * kPanelWidth, Tq, D, dv_j, D,
+                                1.0f, true);
             } else {
                 gemm({p, rows, c, kKeys}, true, {d_o, rows, D, x.ld_do}, false, dv_j, D, 1.0f,
                      1.0f);
@@ -144,7 +143,9 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
             if (packed) packed_gemm(d_o, x.ld_do, rows, D, vt, D, c, ds, kKeys, 1.0f);
             else gemm({d_o, rows, D, x.ld_do}, false, {v, c, D, Ekv}, true, ds, kKeys);
             // e) dS = P o (dP - D_i); a masked score is a constant: 0
-            for (std::size_t r = 0; r < rows; ++r) {
+            const bool whole = mask == nullptr && (!causal || j0 + c <= i0 + s.causal + 1);
+            if (whole) softmax_back_tile(p, ds, d_row + i0, rows, c);
+            for (std::size_t r = 0; !whole && r < rows; ++r) {
                 const std::size_t i = i0 + r;
                 const float* pr = p + r * kKeys;
                 float* dsr = ds + r * kKeys;
@@ -161,12 +162,10 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
             // f) dQ_i += scale dS K_j  [rows, c] x [c, D], and
             // g) dK_j += scale dS^T Q_i  [c, rows] x [rows, D]
             if (packed) {
-                packed_gemm(ds, kKeys, rows, c, kp, w, D, part, D, s.scale);
-                add_to(x.dq + i0 * D, part, rows * D);
-                transpose_tile(ds, rows, c, dst);
-                packed_gemm(dst, kQueries, c, rows, qp + i0 * kPanelWidth, Tq, D, part, D,
-                            s.scale);
-                add_to(dk_j, part, c * D);
+                packed_gemm_add(ds, kKeys, false, rows, c, kp, w, D, x.dq + i0 * D, D, s.scale,
+                                true);
+                packed_gemm_add(ds, kKeys, true, c, rows, qp + i0 * kPanelWidth, Tq, D, dk_j, D,
+                                s.scale, true);
             } else {
                 gemm({ds, rows, c, kKeys}, false, {k, c, D, Ekv}, false, x.dq + i0 * D, D,
                      s.scale, 1.0f);

@@ -18,11 +18,15 @@ Block::Block(std::size_t embed_dim, std::size_t num_heads, std::size_t hidden,
     ff = make_feed_forward(embed_dim, hidden, rng);
 }
 
-Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal, BlockTrace* keep) {
+Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal, BlockTrace* keep,
+                      bool keep_weights) {
     BlockTrace local;
     BlockTrace& t = keep ? *keep : local;
     t.h1 = fast::layer_norm(x, blk.norm1, &t.n1);                 // [B, T, E]
-    if (causal)
+    if (!keep_weights)  // lse [B, H, T]: the backward rebuilds the weights by tiles
+        t.attn = causal ? blk.self_attn.trace_no_weights(t.h1, t.h1, t.h1, mha::causal)
+                        : blk.self_attn.trace_no_weights(t.h1, t.h1, t.h1);
+    else if (causal)
         blk.self_attn.trace_into(t.attn, t.h1, t.h1, t.h1, mha::causal);
     else
         blk.self_attn.trace_into(t.attn, t.h1, t.h1, t.h1);    // weights [B, H, T, T]

@@ -40,7 +40,7 @@ struct Block {
 struct BlockTrace {
     NormTrace n1;            ///< norm1's
     Tensor3 h1;              ///< norm1(x), attention's input `[B, T, E]`
-    ForwardTrace attn;       ///< attention's, weights `[B, H, T, T]`
+    ForwardTrace attn;       ///< attention's, weights `[B, H, T, T]` (or its lse)
     Tensor3 x1;              ///< x + attn(h1) `[B, T, E]`
     NormTrace n2;            ///< norm2's
     Tensor3 h2;              ///< norm2(x1), the feed-forward's input `[B, T, E]`
@@ -60,10 +60,13 @@ struct BlockGrads {
 /// @param x      `[B, T, E]`
 /// @param causal whether query i sees only keys 0..i
 /// @param keep   nullptr, or where block_backward()'s inputs go
+/// @param keep_weights false: attention keeps its log-sum-exp instead of its
+///        weights (trace_no_weights()), and block_backward() then runs the
+///        tiled backward: no `[B, H, T, T]` is held
 /// @return       `[B, T, E]`
 /// @throws std::invalid_argument when x's last size is not E.
 Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal,
-                      BlockTrace* keep = nullptr);
+                      BlockTrace* keep = nullptr, bool keep_weights = true);
 
 /// The backward, the forward in reverse: the feed-forward's branch adds to
 /// the residual's dy, then the attention branch's to that.

@@ -33,7 +33,7 @@ LanguageModel make_language_model(const ModelConfig& c, std::uint64_t seed) {
     return m;
 }
 
-ModelTrace forward(const LanguageModel& m, const Tokens& tokens) {
+ModelTrace forward(const LanguageModel& m, const Tokens& tokens, bool keep_weights) {
     const std::size_t B = tokens.shape(0), T = tokens.shape(1), L = m.layers.size();
     if (T == 0 || T > m.pos_emb.vocab()) {
         fail("LanguageModel: tokens " + shape_of(tokens) + " have T = " + std::to_string(T) +
@@ -48,7 +48,7 @@ ModelTrace forward(const LanguageModel& m, const Tokens& tokens) {
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t c = 0; c < m.tok_emb.dim(); ++c) t.x[0](b, i, c) += m.pos_emb.weight(i, c);
     for (std::size_t l = 0; l < L; ++l)  // [B, T, E] -> [B, T, E], causal
-        t.x[l + 1] = block_forward(m.layers[l], t.x[l], true, &t.layers[l]);
+        t.x[l + 1] = block_forward(m.layers[l], t.x[l], true, &t.layers[l], keep_weights);
     t.h = fast::layer_norm(t.x[L], m.norm, &t.norm);  // [B, T, E]
     t.logits = fast::linear(t.h, m.head);             // [B, T, V]
     return t;

@@ -71,9 +71,12 @@ struct ModelGrads {
 /// The forward, causal in every layer.
 /// @param m      the model
 /// @param tokens `[B, T]`, T at most T_max, each id in [0, V)
+/// @param keep_weights false: each block keeps its attention's log-sum-exp,
+///        not its weights, and backward() runs the tiled (FlashAttention-2)
+///        backward: no `[B, H, T, T]` is held, so that T can be long
 /// @return       the trace, logits `[B, T, V]`
 /// @throws std::invalid_argument for T > T_max or an id out of range.
-ModelTrace forward(const LanguageModel& m, const Tokens& tokens);
+ModelTrace forward(const LanguageModel& m, const Tokens& tokens, bool keep_weights = true);
 
 /// The backward from dL/d logits, the forward in reverse.
 /// @param m        the model

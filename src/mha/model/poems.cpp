@@ -252,13 +252,13 @@ std::vector<std::vector<std::string>> sample_poems(const LanguageModel& m, const
                                                    std::size_t n, const Sampling& s, Rng& rng) {
     const std::size_t t_max = m.pos_emb.vocab();
     std::vector<std::vector<std::string>> poems;
+    if (n == 0) return poems;
+    const Tokens start = xt::ones<std::int32_t>({n, std::size_t(1)});  // [n, 1]: <poem>
+    const Tokens ids = generate(m, start, t_max - 1, s, rng);  // [n, T_max], all at once
     for (std::size_t i = 0; i < n; ++i) {
-        Tokens start({1, 1});  // [1, 1]: <poem>
-        start(0, 0) = 1;
-        const Tokens ids = generate(m, start, t_max - 1, s, rng);  // [1, T_max]
         std::vector<std::string> poem = {Vocab::poem};
-        for (std::size_t j = 1; j < ids.shape(1) && ids(0, j) != 1; ++j)
-            poem.push_back(v.token(ids(0, j)));
+        for (std::size_t j = 1; j < ids.shape(1) && ids(i, j) != 1; ++j)
+            poem.push_back(v.token(ids(i, j)));
         poems.push_back(poem);
     }
     return poems;

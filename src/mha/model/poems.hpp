@@ -219,8 +219,9 @@ struct LossSplit {
 /// @return  the means, the accuracy and the counts
 LossSplit split_losses(const std::vector<Prediction>& p, const Vocab& v);
 
-/// @p n poems written by the model through the KV cache (generate()): each
-/// from `<poem>`, T_max - 1 tokens drawn, cut before a second `<poem>`.
+/// @p n poems written by the model through the KV cache (generate()), as one
+/// batch of n rows: each from `<poem>`, T_max - 1 tokens drawn, cut before a
+/// second `<poem>`.
 /// @param m the model
 /// @param v the vocabulary
 /// @param n how many poems

@@ -56,8 +56,9 @@ StepReport update(Adam& opt, const std::vector<Parameter>& params, const CrossEn
 }  // namespace
 
 StepReport train_step(LanguageModel& m, Adam& opt, const TokenBatch& batch, ModelTrace& trace,
-                      double clip) {
-    trace = forward(m, batch.x);                                  // logits [B, T, V]
+                      double clip, bool keep_weights) {
+    trace = ModelTrace();  // the last step's goes first: its weights, at long T, are large
+    trace = forward(m, batch.x, keep_weights);                    // logits [B, T, V]
     const CrossEntropy ce = fast::cross_entropy(trace.logits, batch.y);  // d_logits [B, T, V]
     const ModelGrads g = backward(m, trace, batch.x, ce.d_logits);
     return update(opt, parameters(m, g), ce, clip);

@@ -62,10 +62,12 @@ struct StepReport {
 /// @param batch x `[B, T]` and the targets y `[B, T]`
 /// @param trace gets the forward of @p batch (its weights before the update)
 /// @param clip  the largest gradient norm let through; 0 for none
+/// @param keep_weights false: through the tiled backward, no attention
+///        weights held (forward()'s flag); @p trace then has none to look at
 /// @return      the loss, the count right, the gradient norm and the rate
 /// @throws std::invalid_argument when the batch does not fit the model.
 StepReport train_step(LanguageModel& m, Adam& opt, const TokenBatch& batch, ModelTrace& trace,
-                      double clip = 0);
+                      double clip = 0, bool keep_weights = true);
 
 /// The same step for lesson 19's SequenceModel.
 /// @param m, opt, batch, clip as above

@@ -1,8 +1,8 @@
 // Exercise 05 solved as a student might: loops over each row, not the core's
 // function. tests/CMakeLists.txt builds it the way check-exercise.sh builds
-// workbook/05_softmax.cpp, and puts it in place of the shipped file in a copy
-// (tests/workbook/shipped_copy.cmake): the check passes it, and the
-// as-shipped test still reads the shipped file.
+// workbook/05_softmax.cpp, and hands it to tests/workbook/same_as_shipped.cmake
+// in place of workbook/05_softmax.cpp: the check passes it, and that test
+// skips it (a student's work), failing it only under MHA_WORKBOOK_AS_SHIPPED=1.
 #include <cmath>
 #include <limits>
 
