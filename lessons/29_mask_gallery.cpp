@@ -20,9 +20,8 @@
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "29_mask_gallery";
+    info.name = "29_mask_gallery", info.dump_mb = 0.1, info.draws = true;
     info.summary = "every mask a mask_mod, drawn as the tiles it computes and skips";
-    info.dump_mb = 0.1, info.draws = true;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time;
         const std::size_t E = L.opt.d_model, H = L.opt.heads;
@@ -133,8 +132,7 @@ int main(int argc, char** argv) {
             mha::Mods mods;
             mods.mask_mod = v.mod;
             const mha::Mask mask = mha::mask_of(v.mod, B, 1, T, T);  // [B, 1, T, T]
-            // [B, T, E]
-            const mha::Tensor3 stages = m.forward_stages(X, X, X, mods).output;
+            const mha::Tensor3 stages = m.forward_stages(X, X, X, mods).output;  // [B, T, E]
             SHOWN(L, const mha::Tensor3 tiled = m.forward_no_weights(X, X, X, &mask));
             const double diff = mha::max_abs_diff(tiled, stages);
             worst = std::max(worst, diff);
