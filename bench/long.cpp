@@ -14,7 +14,9 @@
 // the whole process's (its code and libraries too), after the memory that
 // the smaller T left for reuse has been handed back. Last, a sliding window
 // W = 1024 at T = 16384: its time against its computed tiles' FLOPs at the
-// causal run's speed (the block mask's skipping at work).
+// causal run's speed (the block mask's skipping at work). Then soft-capping
+// C = 50 at T = 4096 through the tiles, forward and backward, against the
+// same calls uncapped (softcap_line()).
 //
 // Then a training step's backward without weights at T = 8192 and 16384:
 // trace_no_weights(x, x, x, mha::causal) (the forward, keeping each row's
@@ -99,6 +101,39 @@ void window_line(const mha::MultiHeadAttention& m) {
                 causal_tiles, scan_s, median(c), median(c) * flops_ratio);
     std::printf("window W%zu T%zu: median %.3f s, %.2fx its tiles' FLOPs\n", W, T, median(s),
                 median(ratio));
+}
+
+// Soft-capping C = 50 (Gemma 2's) at T = 4096 through the tiles: the
+// forward (forward_no_weights(..., mha::causal, C)) and the backward from a
+// capped trace_no_weights(), each timed in turns with the same call without
+// the cap, the ratio the median of each turn's: the price of a tanh per
+// computed score (once in the forward; once in the backward, which keeps
+// its derivative per tile).
+void softcap_line(const mha::MultiHeadAttention& m) {
+    constexpr std::size_t T = 4096;
+    constexpr float C = 50.0f;
+    mha::Rng rng(6);
+    const mha::Tensor3 x = mha::randn(1, T, kE, rng), dy = mha::randn(1, T, kE, rng);
+    const mha::ForwardTrace plain = m.trace_no_weights(x, x, x, mha::causal);
+    const mha::ForwardTrace capped = m.trace_no_weights(x, x, x, mha::causal, C);
+    auto forward = [&](float c) { m.forward_no_weights(x, x, x, mha::causal, c); };
+    auto backward = [&](const mha::ForwardTrace& t, float c) {
+        const mha::AttentionGrads g = mha::backward_self_attention(m, t, x, dy, mha::causal, c);
+    };
+    forward(C);  // warm-up
+    backward(capped, C);
+    std::vector<double> f, f_ratio, b, b_ratio;
+    for (int r = 0; r < g_runs; ++r) {
+        const double f0 = seconds([&] { forward(0.0f); });
+        f.push_back(seconds([&] { forward(C); }));
+        f_ratio.push_back(f.back() / f0);
+        const double b0 = seconds([&] { backward(plain, 0.0f); });
+        b.push_back(seconds([&] { backward(capped, C); }));
+        b_ratio.push_back(b.back() / b0);
+    }
+    std::printf("softcap C50 T%zu B1 h8 causal: forward median %.3f s, %.2fx uncapped; "
+                "backward median %.3f s, %.2fx uncapped\n", T, median(f), median(f_ratio),
+                median(b), median(b_ratio));
 }
 
 // The tiled backward's count, its recomputed scores included.
@@ -209,6 +244,7 @@ int run_long(bool backward_only) {
     std::printf("\n");
     for (const std::string& l : lines) std::printf("%s\n", l.c_str());
     window_line(m);
+    softcap_line(m);
     run_long_backward(m, rng, params_mb);
     return 0;
 }

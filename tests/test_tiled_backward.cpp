@@ -470,3 +470,156 @@ TEST_CASE("backward() from trace_no_weights(): NaN where backward_stages puts Na
         CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
     }
 }
+
+// Soft-capping in the engine's tiles: forward_no_weights() and the tiled
+// backward with softcap C equal forward_stages() with Mods{softcap(C)} and
+// the teaching backward_tiled() with softcap_with_grad(C), on sizes across
+// the 64-row and 64-key tiles, masks (causal, a window, padding with a
+// sequence that sees nothing, the fill -1e10), GQA and a score bias after
+// the cap (the order of the --softcap help: the cap, then the bias).
+namespace tiled_bwd {
+
+// The gradients of self-attention as backward_self_attention() returns
+// them: dL/dX = dL/dquery + dL/dkey + dL/dvalue in `input`.
+mha::AttentionGrads as_self(mha::AttentionGrads g) {
+    g.input = g.query + g.key + g.value;
+    g.query = g.key = g.value = mha::Tensor3();
+    return g;
+}
+
+}  // namespace tiled_bwd
+
+TEST_CASE("the engine's tiles with soft-capping equal the stages and backward_tiled" *
+          doctest::test_suite("oracle")) {
+    struct Case {
+        std::size_t B, Tq, Tk, E, H, H_kv;
+    };
+    const std::vector<Case> cases = {{2, 5, 5, 8, 2, 2},     {1, 65, 130, 16, 4, 2},
+                                     {2, 129, 70, 32, 2, 2}, {1, 1, 1, 8, 2, 1},
+                                     {2, 200, 200, 32, 4, 1}};
+    const float C = 0.5f;  // the scores here are about N(0, 0.5): the cap bends them
+    std::uint64_t seed = 3800;
+    for (const Case& c : cases) {
+        mha::Rng rng(++seed);
+        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
+        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
+        std::vector<std::size_t> lengths;  // sequence 0 all padding: rows that see nothing
+        for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + 67 * b % c.Tk);
+        mha::Tensor4 bias({1, c.H, c.Tq, c.Tk});
+        for (float& x : bias) x = 0.5f * rng.normal();
+        const mha::Mask causal = mha::causal_mask(c.Tq, c.Tk);
+        const mha::Mask pad = mha::padding_mask(lengths, c.Tk);
+        const mha::Mask window = mha::mask_of(mha::sliding_window(40), c.B, c.H, c.Tq, c.Tk);
+        struct Masking {
+            const char* name;
+            const mha::Mask* mask;
+            float fill;
+            const mha::Tensor4* bias;
+        };
+        const Masking masks[] = {{"none", nullptr, mha::kNegInf, nullptr},
+                                 {"causal", &causal, mha::kNegInf, nullptr},
+                                 {"padding", &pad, mha::kNegInf, nullptr},
+                                 {"padding, fill -1e10", &pad, -1e10f, nullptr},
+                                 {"sliding window 40", &window, mha::kNegInf, nullptr},
+                                 {"causal + score bias", &causal, mha::kNegInf, &bias}};
+        for (const Masking& k : masks) {
+            CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H); CAPTURE(c.H_kv);
+            CAPTURE(std::string(k.name));
+            const mha::MaskMod mask_mod = k.mask ? mha::mask_mod_of(*k.mask) : mha::MaskMod{};
+            // the cap first, then the bias, then the mask
+            const mha::ScoreModGrad pair =
+                k.bias ? mha::chain_with_grad(mha::softcap_with_grad(C),
+                                              mha::bias_with_grad(*k.bias))
+                       : mha::softcap_with_grad(C);
+            const mha::Stages stages =
+                m.forward_stages(query, kv, kv, mha::Mods{pair.mod, mask_mod, k.fill, {}});
+            const mha::Tensor3 fast =
+                m.forward_no_weights(query, kv, kv, k.mask, k.fill, k.bias, C);
+            CHECK(mha::max_abs_diff(fast, stages.output) < 2e-5);
+            const mha::ForwardTrace t =
+                m.trace_no_weights(query, kv, kv, k.mask, k.fill, k.bias, C);
+            CHECK(mha::max_abs_diff(t.output, stages.output) < 2e-5);
+            const mha::AttentionGrads got =
+                mha::backward(m, t, query, kv, kv, g_out, k.mask, k.fill, k.bias, C);
+            const mha::AttentionGrads taught =
+                mha::backward_tiled(m, query, kv, kv, g_out, mask_mod, k.fill, 64, 64, pair);
+            CHECK(tiled_bwd::worst_relative(got, taught) < 1e-5);
+            // the cap matters: without it in the backward, the gradients
+            // differ (where scores have a gradient: more than one key, and
+            // not a batch of one whose only sequence is all padding)
+            if (c.Tk > 1 && k.mask != &pad) {
+                const mha::AttentionGrads uncapped =
+                    mha::backward(m, t, query, kv, kv, g_out, k.mask, k.fill, k.bias);
+                CHECK(tiled_bwd::worst_relative(uncapped, taught) > 1e-3);
+            }
+        }
+    }
+}
+
+TEST_CASE("soft-capping through mha::causal tiles, self-attention, no [T, T] tensor") {
+    for (std::size_t T : {7, 64, 150}) {
+        CAPTURE(T);
+        mha::Rng rng(3810 + T);
+        const mha::MultiHeadAttention m(32, 4, 2, mha::Init::xavier(3810));
+        const mha::Tensor3 x = mha::randn(2, T, 32, rng), g_out = mha::randn(2, T, 32, rng);
+        const float C = 0.5f;
+        const mha::Stages stages = m.forward_stages(
+            x, x, x, mha::Mods{mha::softcap(C), mha::causal_mod(), mha::kNegInf, {}});
+        CHECK(mha::max_abs_diff(m.forward_no_weights(x, x, x, mha::causal, C), stages.output) <
+              2e-5);
+        const mha::ForwardTrace t = m.trace_no_weights(x, x, x, mha::causal, C);
+        const mha::AttentionGrads got =
+            mha::backward_self_attention(m, t, x, g_out, mha::causal, C);
+        const mha::AttentionGrads taught = tiled_bwd::as_self(
+            mha::backward_tiled(m, x, x, x, g_out, mha::causal_mod(), mha::kNegInf, 64, 64,
+                                mha::softcap_with_grad(C)));
+        CHECK(tiled_bwd::worst_relative(got, taught) < 1e-5);
+    }
+}
+
+TEST_CASE("soft-capping: a bad C, or a trace with weights, is one line") {
+    mha::Rng rng(3820);
+    const mha::MultiHeadAttention m(8, 2, mha::Init::xavier(3820));
+    const mha::Tensor3 x = mha::randn(1, 4, 8, rng);
+    CHECK_THROWS_WITH_AS(m.forward_no_weights(x, x, x, mha::causal, -1.0f),
+                         doctest::Contains("softcap C"), std::invalid_argument);
+    CHECK_THROWS_AS(m.trace_no_weights(x, x, x, nullptr, mha::kNegInf, nullptr, NAN),
+                    std::invalid_argument);
+    const mha::ForwardTrace with = m.trace(x, x, x);  // the weights' backward has no cap
+    CHECK_THROWS_WITH_AS(
+        mha::backward(m, with, x, x, x, x, nullptr, mha::kNegInf, nullptr, 2.0f),
+        doctest::Contains("trace_no_weights"), std::invalid_argument);
+}
+
+// RoPE's backward: dQ and dK turned back by R^T, against central finite
+// differences of the loss sum(output o G) through forward_stages() with RoPE.
+TEST_CASE("backward_tiled with RoPE against finite differences, both conventions") {
+    const std::size_t B = 1, T = 5, E = 8, H = 2;
+    for (const mha::RopeStyle style : {mha::RopeStyle::interleaved, mha::RopeStyle::half}) {
+        CAPTURE(int(style));
+        mha::Rng rng(3830);
+        const mha::MultiHeadAttention m(E, H, 1, mha::Init::xavier(3830));
+        mha::Tensor3 x = mha::randn(B, T, E, rng);
+        const mha::Tensor3 g_out = mha::randn(B, T, E, rng);
+        mha::Rope rope;
+        rope.style = style;
+        rope.theta = 10.0;  // angles large enough to matter at positions 0..4
+        const mha::Mods mods{{}, mha::causal_mod(), mha::kNegInf, rope};
+        const std::function<double()> loss = [&] {
+            const mha::Tensor3 y = m.forward_stages(x, x, x, mods).output;  // [B, T, E]
+            double sum = 0;
+            for (std::size_t i = 0; i < y.size(); ++i)
+                sum += double(y.data()[i]) * g_out.data()[i];
+            return sum;
+        };
+        const mha::AttentionGrads g = tiled_bwd::as_self(mha::backward_tiled(
+            m, x, x, x, g_out, mha::causal_mod(), mha::kNegInf, 2, 3, {}, rope));
+        CHECK(mha_test::fd_error(x, g.input, loss, 1e-2) < 1e-2);
+        // and the turn back matters: without RoPE's backward dX is wrong
+        const mha::AttentionGrads plain = tiled_bwd::as_self(
+            mha::backward_tiled(m, x, x, x, g_out, mha::causal_mod(), mha::kNegInf, 2, 3));
+        CHECK(mha_test::fd_error(x, plain.input, loss, 1e-2) > 5e-2);
+    }
+}

@@ -15,7 +15,9 @@
 // backward (no [Tq, Tk] weights in either pass). A query whose keys are all
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
 // The variants of today's models (--window, --sinks, --prefix, --documents,
-// --alibi, --softcap, --rope) are mha/variants' mask_mods, score_mods, RoPE.
+// --alibi, --softcap, --rope) are mha/variants' mask_mods, score_mods, RoPE;
+// --grad-output takes them all (--softcap in the engine's tiled backward,
+// --rope in the teaching one, backward_tiled(), with RoPE's R^T).
 //
 //   mha_forward --block --weights DIR --num-heads H --query X.npy --out DIR
 //   mha_forward --model DIR --num-heads H --tokens IDS.npy --out DIR [--layer-weights]
@@ -46,6 +48,7 @@
 #include "mha/attention.hpp"
 #include "mha/backward.hpp"
 #include "mha/kv_cache.hpp"
+#include "mha/tiled_backward.hpp"
 #include "mha/io/model_io.hpp"
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
@@ -91,9 +94,11 @@ variants (docs: variants page), self-attention:
   --prefix P       prefix-LM: keys 0..P-1 seen by every query, causal after them
   --documents IDS.npy  int64 [B, T], packed documents: own document, causally
   --alibi          ALiBi: score - m_h (i - j), m_h = 2^(-8h/H) (BLOOM, MPT)
-  --softcap C      C tanh(score / C) before ALiBi and the masks (Gemma 2: 50)
+  --softcap C      C tanh(score / C) before ALiBi and the masks (Gemma 2: 50); with
+                   --no-weights or --grad-output it runs in the engine's tiles
   --rope interleaved|half  RoPE on q and k: pairs (2p, 2p+1) as llama2.c, or
-                   (p, p+D/2) as Hugging Face (cached turned by --incremental)
+                   (p, p+D/2) as Hugging Face (cached turned by --incremental);
+                   with --grad-output, dq and dk turned back (R^T) after the tiles
   --rope-theta X   RoPE's base (10000)
 )";
 
@@ -175,10 +180,6 @@ std::map<std::string, std::string> parse(int argc, char** argv) {
     for (const char* flag : kPositional)
         if (args.count(flag) && args.count("--key"))
             throw Bad(std::string(flag) + " numbers one sequence's positions: no --key, --value");
-    for (const char* flag : {"--softcap", "--rope"})
-        if (args.count(flag) && args.count("--grad-output"))
-            throw Bad(std::string("--grad-output: the backward has no ") + flag +
-                      " (it has the masks and --alibi)");
     if (args.count("--incremental")) {
         for (const char* flag : {"--prefix", "--documents", "--alibi", "--softcap"})
             if (args.count(flag))
@@ -446,9 +447,15 @@ int mha_forward_main(int argc, char** argv) {
         if (args.count("--causal") && !only_causal) add(mha::causal_mask(Tq, Tk));
         make_out_dir(args.at("--out"));
         const std::string out = args.at("--out");
-        if ((rope || cap > 0) && !args.count("--incremental")) {
-            // RoPE and soft-capping: the teaching stages, with the mods
-            if (only_causal) add(mha::causal_mask(Tq, Tk));
+        const bool no_weights = args.count("--no-weights") > 0;
+        const bool grad = args.count("--grad-output") > 0;
+        const mha::Tensor3 g_out =
+            grad ? load_grad_output(at("--grad-output"), "output [B, Tq, E]", q.shape())
+                 : mha::Tensor3();
+        // The teaching stages with the mods: RoPE, and the weights of a
+        // soft-capped call (the cap, then the bias, then the masks)
+        auto stage_mods = [&] {
+            if (only_causal && !keep) add(mha::causal_mask(Tq, Tk));
             mha::Mods mods;
             mods.fill = fill;
             mods.rope = rope;
@@ -458,55 +465,83 @@ int mha_forward_main(int argc, char** argv) {
                 const mha::ScoreMod capped = mha::softcap(float(cap));
                 mods.score_mod = masks.bias ? mha::chain(capped, mods.score_mod) : capped;
             }
+            return mods;
+        };
+        if (rope && !args.count("--incremental")) {
+            const mha::Mods mods = stage_mods();
             const mha::Stages s = m.forward_stages(q, k, v, mods);
             mha::save_npy(out + "/output.npy", s.output);
-            if (args.count("--no-weights")) {
-                std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
-                            mha::shape_of(s.output).c_str());
-                return 0;
+            if (!no_weights) mha::save_npy(out + "/attn_weights.npy", s.weights);
+            if (grad) {
+                // the FlashAttention-2 tiles of the teaching wing, with the
+                // score_mod's derivative, and dQ, dK turned back by R^T
+                mha::ScoreModGrad pair;
+                if (masks.bias) pair = mha::bias_with_grad(*masks.bias);
+                if (cap > 0) {
+                    const mha::ScoreModGrad capped = mha::softcap_with_grad(float(cap));
+                    pair = masks.bias ? mha::chain_with_grad(capped, pair) : capped;
+                }
+                mha::AttentionGrads g = mha::backward_tiled(m, q, k, v, g_out, mods.mask_mod,
+                                                            fill, 64, 64, pair, rope);
+                g.input = g.query + g.key + g.value;  // RoPE is self-attention: dL/dX
+                save_grads(out, g, H_kv != H, false);
             }
+            const std::string also = grad ? ", *.grad.npy" : "";
+            if (no_weights) {
+                std::printf("wrote %s/output.npy %s%s (no weights asked for)\n", out.c_str(),
+                            mha::shape_of(s.output).c_str(), also.c_str());
+            } else {
+                std::printf("wrote %s/output.npy %s and attn_weights.npy %s%s\n", out.c_str(),
+                            mha::shape_of(s.output).c_str(), mha::shape_of(s.weights).c_str(),
+                            also.c_str());
+            }
+            return 0;
+        }
+        if (cap > 0 && !no_weights && !grad && !args.count("--incremental")) {
+            // soft-capped weights: the stages (the engine's tiles keep none)
+            const mha::Stages s = m.forward_stages(q, k, v, stage_mods());
+            mha::save_npy(out + "/output.npy", s.output);
             mha::save_npy(out + "/attn_weights.npy", s.weights);
             std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n", out.c_str(),
                         mha::shape_of(s.output).c_str(), mha::shape_of(s.weights).c_str());
             return 0;
         }
-        const bool no_weights = args.count("--no-weights") > 0;
         if (args.count("--incremental") || (no_weights && !args.count("--grad-output"))) {
             const mha::Tensor3 y =
                 args.count("--incremental") ? incremental(m, q, rope, W, S)
-                : only_causal ? m.forward_no_weights(q, k, v, mha::causal)
+                : only_causal ? m.forward_no_weights(q, k, v, mha::causal, float(cap))
                               : m.forward_no_weights(q, k, v, keep ? &*keep : nullptr, fill,
-                                                     masks.bias_ptr());
+                                                     masks.bias_ptr(), float(cap));
             mha::save_npy(out + "/output.npy", y);
             std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
                         mha::shape_of(y).c_str());
             return 0;
         }
-        if (args.count("--grad-output")) {
-            const mha::Tensor3 g_out = mha::load_npy_tensor3(at("--grad-output"), "grad-output");
-            if (g_out.shape() != mha::Tensor3::shape_type{B, Tq, E}) {
-                throw Bad(at("--grad-output") + ": grad-output is " + mha::shape_of(g_out) +
-                          ", the output [B, Tq, E] = [" +
-                          std::to_string(B) + ", " + std::to_string(Tq) + ", " +
-                          std::to_string(E) + "]");
-            }
+        if (grad) {
             // self-attention, causal, no weights: no [T, T] tensor of any kind
             const bool tiles_only = only_causal && !cross && no_weights;
             if (only_causal && !tiles_only) add(mha::causal_mask(Tq, Tk));  // the tensor
             const mha::Mask* mask = keep ? &*keep : nullptr;
+            const float C = float(cap);  // 0: none
             // without weights, the trace keeps each row's log-sum-exp instead,
-            // and backward() runs the FlashAttention-2 tiles
+            // and backward() runs the FlashAttention-2 tiles; soft-capping
+            // runs there only, its weights (if asked) from the stages
+            const bool tiled = no_weights || cap > 0;
             const mha::ForwardTrace t =
-                tiles_only   ? m.trace_no_weights(q, k, v, mha::causal)
-                : no_weights ? m.trace_no_weights(q, k, v, mask, fill, masks.bias_ptr())
-                             : m.trace(q, k, v, mask, fill, masks.bias_ptr());
+                tiles_only ? m.trace_no_weights(q, k, v, mha::causal, C)
+                : tiled    ? m.trace_no_weights(q, k, v, mask, fill, masks.bias_ptr(), C)
+                           : m.trace(q, k, v, mask, fill, masks.bias_ptr());
             const mha::AttentionGrads g =
-                tiles_only ? mha::backward_self_attention(m, t, q, g_out, mha::causal)
-                : cross    ? mha::backward(m, t, q, k, v, g_out, mask, fill, masks.bias_ptr())
+                tiles_only ? mha::backward_self_attention(m, t, q, g_out, mha::causal, C)
+                : cross    ? mha::backward(m, t, q, k, v, g_out, mask, fill, masks.bias_ptr(), C)
                            : mha::backward_self_attention(m, t, q, g_out, mask, fill,
-                                                          masks.bias_ptr());
+                                                          masks.bias_ptr(), C);
             mha::save_npy(out + "/output.npy", t.output);
-            if (!no_weights) mha::save_npy(out + "/attn_weights.npy", t.weights);
+            if (!no_weights) {
+                const mha::Tensor4 w =  // [B, H, Tq, Tk]
+                    cap > 0 ? m.forward_stages(q, k, v, stage_mods()).weights : t.weights;
+                mha::save_npy(out + "/attn_weights.npy", w);
+            }
             save_grads(out, g, H_kv != H, cross);
             if (no_weights) {
                 std::printf("wrote %s/output.npy %s and *.grad.npy (no weights asked for)\n",
@@ -514,7 +549,7 @@ int mha_forward_main(int argc, char** argv) {
             } else {
                 std::printf("wrote %s/output.npy %s, attn_weights.npy %s, *.grad.npy\n",
                             out.c_str(), mha::shape_of(t.output).c_str(),
-                            mha::shape_of(t.weights).c_str());
+                            mha::shape_str(mha::Tensor4::shape_type{B, H, Tq, Tk}).c_str());
             }
             return 0;
         }

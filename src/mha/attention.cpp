@@ -153,17 +153,21 @@ AttentionOutput MultiHeadAttention::forward(const Tensor3& query, const Tensor3&
 }
 
 Tensor3 MultiHeadAttention::forward_no_weights(const Tensor3& query, const Tensor3& key,
-                                               const Tensor3& value, Causal) const {
+                                               const Tensor3& value, Causal,
+                                               float softcap) const {
     ForwardTrace t;
-    fast::forward(*this, {query, key, value, nullptr, kNegInf, nullptr, false, true}, t, false);
+    fast::forward(*this, {query, key, value, nullptr, kNegInf, nullptr, false, true, softcap},
+                  t, false);
     return std::move(t.output);
 }
 
 Tensor3 MultiHeadAttention::forward_no_weights(const Tensor3& query, const Tensor3& key,
                                                const Tensor3& value, const Mask* mask,
-                                               float fill, const Tensor4* score_bias) const {
+                                               float fill, const Tensor4* score_bias,
+                                               float softcap) const {
     ForwardTrace t;
-    fast::forward(*this, {query, key, value, mask, fill, score_bias, false}, t, false);
+    fast::forward(*this, {query, key, value, mask, fill, score_bias, false, false, softcap}, t,
+                  false);
     return std::move(t.output);
 }
 
@@ -189,17 +193,20 @@ ForwardTrace MultiHeadAttention::trace(const Tensor3& query, const Tensor3& key,
 
 ForwardTrace MultiHeadAttention::trace_no_weights(const Tensor3& query, const Tensor3& key,
                                                   const Tensor3& value, const Mask* mask,
-                                                  float fill,
-                                                  const Tensor4* score_bias) const {
+                                                  float fill, const Tensor4* score_bias,
+                                                  float softcap) const {
     ForwardTrace t;
-    fast::forward(*this, {query, key, value, mask, fill, score_bias, false}, t, true);
+    fast::forward(*this, {query, key, value, mask, fill, score_bias, false, false, softcap}, t,
+                  true);
     return t;
 }
 
 ForwardTrace MultiHeadAttention::trace_no_weights(const Tensor3& query, const Tensor3& key,
-                                                  const Tensor3& value, Causal) const {
+                                                  const Tensor3& value, Causal,
+                                                  float softcap) const {
     ForwardTrace t;
-    fast::forward(*this, {query, key, value, nullptr, kNegInf, nullptr, false, true}, t, true);
+    fast::forward(*this, {query, key, value, nullptr, kNegInf, nullptr, false, true, softcap},
+                  t, true);
     return t;
 }
 

@@ -162,18 +162,22 @@ public:
     /// `[B, H, Tq, Tk]` weights never exist, and memory grows with T, not T^2.
     /// The same output as forward() within float rounding (1e-5 in the tests).
     /// @param query, key, value, mask, fill, score_bias as for forward()
+    /// @param softcap C > 0: each scaled score s becomes \f$C \tanh(s / C)\f$
+    ///              in the tiles, before the score bias and the mask, as
+    ///              forward_stages() with Mods{softcap(C), ...}; 0: none
     /// @return      output `[B, Tq, E]`
     Tensor3 forward_no_weights(const Tensor3& query, const Tensor3& key,
                                const Tensor3& value, const Mask* mask = nullptr,
-                               float fill = kNegInf,
-                               const Tensor4* score_bias = nullptr) const;
+                               float fill = kNegInf, const Tensor4* score_bias = nullptr,
+                               float softcap = 0.0f) const;
 
     /// forward_no_weights() under the causal mask, without the mask tensor:
     /// memory that grows with T only (mha_bench --long measures it).
     /// @param query, key, value as for forward()
+    /// @param softcap C > 0: soft-capping, as in the overload above; 0: none
     /// @return output `[B, Tq, E]`
     Tensor3 forward_no_weights(const Tensor3& query, const Tensor3& key,
-                               const Tensor3& value, Causal) const;
+                               const Tensor3& value, Causal, float softcap = 0.0f) const;
 
     /// forward() into @p out, which keeps its memory when its shapes already
     /// fit: a loop over batches of one shape allocates nothing after the
@@ -200,19 +204,22 @@ public:
     /// given this trace run the FlashAttention-2 backward
     /// (tiled_attention_backward() in tiled_backward.hpp shows how).
     /// @param query, key, value, mask, fill, score_bias as for forward()
+    /// @param softcap C > 0: soft-capping, as forward_no_weights(); the
+    ///                backward must be given the same C; 0: none
     /// @return the projections, context, output and lse; no weights
     ForwardTrace trace_no_weights(const Tensor3& query, const Tensor3& key,
                                   const Tensor3& value, const Mask* mask = nullptr,
-                                  float fill = kNegInf,
-                                  const Tensor4* score_bias = nullptr) const;
+                                  float fill = kNegInf, const Tensor4* score_bias = nullptr,
+                                  float softcap = 0.0f) const;
 
     /// trace_no_weights() under the causal mask without the mask tensor:
     /// no `[T, T]` of anything, in the forward or, through
     /// backward_self_attention(..., mha::causal), in the backward.
     /// @param query, key, value as for forward(), with Tq = Tk
+    /// @param softcap C > 0: soft-capping, as forward_no_weights(); 0: none
     /// @return the projections, context, output and lse; no weights
     ForwardTrace trace_no_weights(const Tensor3& query, const Tensor3& key,
-                                  const Tensor3& value, Causal) const;
+                                  const Tensor3& value, Causal, float softcap = 0.0f) const;
 
     /// trace() into @p t, reusing its tensors' memory when their shapes
     /// already fit, as forward_into() does.

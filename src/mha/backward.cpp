@@ -143,21 +143,25 @@ AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
 AttentionGrads backward(const MultiHeadAttention& m, const ForwardTrace& trace,
                         const Tensor3& query, const Tensor3& key, const Tensor3& value,
                         const Tensor3& d_output, const Mask* mask, float fill,
-                        const Tensor4* score_bias) {
-    return fast::backward(m, {query, key, value, mask, fill, score_bias}, trace, d_output);
+                        const Tensor4* score_bias, float softcap) {
+    return fast::backward(m, {query, key, value, mask, fill, score_bias, true, false, softcap},
+                          trace, d_output);
 }
 
 AttentionGrads backward_self_attention(const MultiHeadAttention& m, const ForwardTrace& trace,
                                        const Tensor3& x, const Tensor3& d_output,
-                                       const Mask* mask, float fill, const Tensor4* score_bias) {
-    return fast::backward(m, {x, x, x, mask, fill, score_bias}, trace, d_output, true);
+                                       const Mask* mask, float fill, const Tensor4* score_bias,
+                                       float softcap) {
+    return fast::backward(m, {x, x, x, mask, fill, score_bias, true, false, softcap}, trace,
+                          d_output, true);
 }
 
 AttentionGrads backward_self_attention(const MultiHeadAttention& m, const ForwardTrace& trace,
-                                       const Tensor3& x, const Tensor3& d_output, Causal) {
+                                       const Tensor3& x, const Tensor3& d_output, Causal,
+                                       float softcap) {
     // a hidden key's weight is exactly 0, so the gradient needs no mask tensor
-    return fast::backward(m, {x, x, x, nullptr, kNegInf, nullptr, true, true}, trace, d_output,
-                          true);
+    return fast::backward(m, {x, x, x, nullptr, kNegInf, nullptr, true, true, softcap}, trace,
+                          d_output, true);
 }
 
 }  // namespace mha

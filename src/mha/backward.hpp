@@ -108,11 +108,15 @@ AttentionGrads backward(const MultiHeadAttention& m, const Tensor3& query,
 /// @param mask     the mask the trace was made with, or nullptr
 /// @param fill     the fill it was made with
 /// @param score_bias the score bias it was made with, or nullptr
+/// @param softcap  the soft-cap C it was made with (a trace_no_weights()
+///                 only: the tiles then take \f$1 - \tanh^2(s / C)\f$
+///                 into dS), or 0
 /// @return         the gradients
 AttentionGrads backward(const MultiHeadAttention& m, const ForwardTrace& trace,
                         const Tensor3& query, const Tensor3& key, const Tensor3& value,
                         const Tensor3& d_output, const Mask* mask = nullptr,
-                        float fill = kNegInf, const Tensor4* score_bias = nullptr);
+                        float fill = kNegInf, const Tensor4* score_bias = nullptr,
+                        float softcap = 0.0f);
 
 /// Self-attention's backward from a kept `trace(x, x, x, ...)`: X is read
 /// as query, key and value, so dL/dX is the sum of what backward() gives
@@ -126,20 +130,26 @@ AttentionGrads backward(const MultiHeadAttention& m, const ForwardTrace& trace,
 /// @param mask     the mask the trace was made with, or nullptr
 /// @param fill     the fill it was made with
 /// @param score_bias the score bias it was made with, or nullptr
+/// @param softcap  the soft-cap C it was made with (a trace_no_weights()
+///                 only), or 0
 /// @return         the four layers' gradients and `input`
 AttentionGrads backward_self_attention(const MultiHeadAttention& m, const ForwardTrace& trace,
                                        const Tensor3& x, const Tensor3& d_output,
                                        const Mask* mask = nullptr, float fill = kNegInf,
-                                       const Tensor4* score_bias = nullptr);
+                                       const Tensor4* score_bias = nullptr,
+                                       float softcap = 0.0f);
 
 /// backward_self_attention() of a causal trace (trace_into() with mha::causal).
 /// @param m        the module
 /// @param trace    what m.trace_into(t, x, x, x, mha::causal) filled
 /// @param x        `[B, T, E]`
 /// @param d_output dL/d output `[B, T, E]`
+/// @param softcap  the soft-cap C it was made with (a trace_no_weights()
+///                 only), or 0
 /// @return         the four layers' gradients and `input`
 AttentionGrads backward_self_attention(const MultiHeadAttention& m, const ForwardTrace& trace,
-                                       const Tensor3& x, const Tensor3& d_output, Causal);
+                                       const Tensor3& x, const Tensor3& d_output, Causal,
+                                       float softcap = 0.0f);
 
 /// The module's eight parameters paired with their gradients, in a fixed
 /// order: wq, wk, wv, w_o, each .weight then .bias; what Sgd::step() and

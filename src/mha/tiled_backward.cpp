@@ -149,7 +149,7 @@ AttentionGrads backward_tiled(const MultiHeadAttention& m, const Tensor3& query,
                               const Tensor3& key, const Tensor3& value,
                               const Tensor3& d_output, const MaskMod& mask_mod, float fill,
                               std::size_t block_q, std::size_t block_k,
-                              const ScoreModGrad& score_mod) {
+                              const ScoreModGrad& score_mod, const std::optional<Rope>& rope) {
     m.check_inputs(query, key, value);
     if (d_output.shape() != query.shape()) {
         fail("backward_tiled: d_output " + shape_of(d_output) +
@@ -161,8 +161,12 @@ AttentionGrads backward_tiled(const MultiHeadAttention& m, const Tensor3& query,
     }
     const std::size_t H = m.num_heads(), H_kv = m.num_kv_heads();
     // The forward, keeping only what the backward reads
-    const Tensor4 q = split_heads(linear(query, m.wq), H);     // [B, H, Tq, D]
-    const Tensor4 k = split_heads(linear(key, m.wk), H_kv);    // [B, H_kv, Tk, D]
+    Tensor4 q = split_heads(linear(query, m.wq), H);     // [B, H, Tq, D]
+    Tensor4 k = split_heads(linear(key, m.wk), H_kv);    // [B, H_kv, Tk, D]
+    if (rope) {  // query i turned to position i, key j to j
+        q = apply_rope(q, *rope);  // [B, H, Tq, D]
+        k = apply_rope(k, *rope);  // [B, H_kv, Tk, D]
+    }
     const Tensor4 v = split_heads(linear(value, m.wv), H_kv);  // [B, H_kv, Tk, D]
     const TiledAttention f = tiled_attention(q, k, v, mask_mod, fill, block_q, block_k,
                                                score_mod.mod);
@@ -173,8 +177,11 @@ AttentionGrads backward_tiled(const MultiHeadAttention& m, const Tensor3& query,
     const Tensor4 d_o = split_heads(d_context, H);             // [B, H, Tq, D]
     const TiledGrads t = tiled_attention_backward(q, k, v, f.context, d_o, f.lse, mask_mod,
                                                   fill, block_q, block_k, score_mod);
-    g.query = linear_backward(query, merge_heads(t.dq), m.wq, g.wq);  // [B, Tq, E]
-    g.key = linear_backward(key, merge_heads(t.dk), m.wk, g.wk);      // [B, Tk, E]
+    // RoPE's backward: y = R x gives dx = R^T dy, each pair turned back
+    const Tensor4 dq = rope ? apply_rope_backward(t.dq, *rope) : t.dq;  // [B, H, Tq, D]
+    const Tensor4 dk = rope ? apply_rope_backward(t.dk, *rope) : t.dk;  // [B, H_kv, Tk, D]
+    g.query = linear_backward(query, merge_heads(dq), m.wq, g.wq);  // [B, Tq, E]
+    g.key = linear_backward(key, merge_heads(dk), m.wk, g.wk);      // [B, Tk, E]
     g.value = linear_backward(value, merge_heads(t.dv), m.wv, g.wv);  // [B, Tk, E]
     return g;
 }

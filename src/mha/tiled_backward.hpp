@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "mha/backward.hpp"
 #include "mha/online_softmax.hpp"
 #include "mha/variants/mods.hpp"
+#include "mha/variants/rope.hpp"
 
 namespace mha {
 
@@ -84,6 +86,10 @@ TiledGrads tiled_attention_backward(const Tensor4& q, const Tensor4& k, const Te
 /// @param score_mod empty, or a score_mod with its derivative, applied to
 ///                 the scaled scores before the mask (as forward_stages()
 ///                 with Mods{score_mod.mod, mask_mod, fill})
+/// @param rope     none, or RoPE on Q and K after the projections (query i
+///                 at position i, key j at j, as Mods::rope); dQ and dK then
+///                 go back through it, apply_rope_backward(), before the
+///                 projections
 /// @return         the four layers' gradients and query, key, value
 /// @throws std::invalid_argument when a shape does not fit, or when the
 ///         score_mod comes without its derivative.
@@ -91,7 +97,8 @@ AttentionGrads backward_tiled(const MultiHeadAttention& m, const Tensor3& query,
                               const Tensor3& key, const Tensor3& value,
                               const Tensor3& d_output, const MaskMod& mask_mod = {},
                               float fill = kNegInf, std::size_t block_q = 64,
-                              std::size_t block_k = 64, const ScoreModGrad& score_mod = {});
+                              std::size_t block_k = 64, const ScoreModGrad& score_mod = {},
+                              const std::optional<Rope>& rope = std::nullopt);
 
 /// @}
 

@@ -200,3 +200,44 @@ TEST_CASE("row max kernel: both builds against std::max, any length, NaN passed 
         }
     }
 }
+
+TEST_CASE("soft-cap kernel: both builds against tanh() in double, and its derivative") {
+    // Scores from tiny to huge around the branch at |s / C| = 0.125, for
+    // C = 0.5 and 50; the cap and 1 - tanh^2 within 5e-7 of C (and of 1).
+    mha::Rng rng(6);
+    for (float cap : {0.5f, 50.0f}) {
+        for (std::size_t n : {1, 7, 8, 33, 1000}) {
+            std::vector<float> row(n);
+            for (std::size_t j = 0; j < n; ++j) {
+                const double scale = std::pow(10.0, double(j % 9) - 5.0);  // 1e-5 .. 1e3
+                row[j] = float(cap * scale * rng.normal());
+            }
+            for (int build = 0; build < 2; ++build) {
+                std::vector<float> got = row, d(n);
+                if (build == 0) mha::fast::soft_cap_row(got.data(), n, cap, d.data());
+                else mha::fast::soft_cap_kernel(got.data(), n, cap, d.data());  // 4 lanes
+                double worst = 0, worst_d = 0;
+                for (std::size_t j = 0; j < n; ++j) {
+                    const double t = std::tanh(double(row[j]) / cap);
+                    mha_test::keep_worst(worst, std::fabs(got[j] - cap * t) / cap);
+                    mha_test::keep_worst(worst_d, std::fabs(d[j] - (1.0 - t * t)));
+                }
+                CAPTURE(cap); CAPTURE(n); CAPTURE(build);
+                CHECK(worst < 5e-7);
+                CHECK(worst_d < 5e-7);
+            }
+        }
+    }
+    // +-inf to +-C, NaN stays NaN, and without the derivative too
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> odd = {inf, -inf, NAN, 0.0f, -0.0f, 1e-30f, 100.0f, -100.0f, 3.0f};
+    mha::fast::soft_cap_row(odd.data(), odd.size(), 2.0f, nullptr);
+    CHECK(odd[0] == 2.0f);
+    CHECK(odd[1] == -2.0f);
+    CHECK(std::isnan(odd[2]));
+    CHECK(odd[3] == 0.0f);
+    CHECK(odd[5] == doctest::Approx(1e-30f));
+    CHECK(odd[6] == 2.0f);
+    CHECK(odd[7] == -2.0f);
+    CHECK(odd[8] == doctest::Approx(2.0 * std::tanh(1.5)).epsilon(1e-6));
+}

@@ -16,6 +16,8 @@ divided by the largest |gradient| of that tensor must be at most 1e-4. The
 key bias is the exception: adding q . b_k to every score of a row leaves its
 softmax unchanged, so its exact gradient is 0 and both sides hold rounding
 noise (1e-8); it is divided by the largest gradient of the case instead.
+Then --softcap (with --alibi too) and --rope in both conventions, with
+--grad-output and --no-weights, against their math written out in PyTorch.
 Exit 0 when all agree, 1 when one does not, 77 (skipped) without PyTorch.
 """
 import os
@@ -142,5 +144,65 @@ for extra in ([], ["--no-weights"]):
                        ["--num-kv-heads", "2", "--causal"] + extra)
     results.append(compare("GQA H 4 over H_kv 2, --causal" + (", --no-weights" if extra else ""),
                            ours, theirs))
+
+
+# Soft-capping and RoPE with --grad-output (GQA as above), written out in
+# PyTorch 1.13 beside them, autograd giving the gradients. The cap
+# C tanh(s / C) comes after the scale and before ALiBi and the mask; RoPE
+# turns q and k after the projections, pair p of position t by the angle
+# t * theta^(-2p/D): pairs (2p, 2p+1) interleaved, (p, p + D/2) half.
+def rope(x, style, theta=10000.0):
+    """x [B, h, T, D] turned to its positions."""
+    T, D = x.shape[-2], x.shape[-1]
+    freq = theta ** (-2 * torch.arange(D // 2, dtype=torch.float64) / D)        # [D/2]
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * freq                # [T, D/2]
+    cos, sin = angle.cos().float(), angle.sin().float()
+    if style == "interleaved":
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+    x1, x2 = x[..., :D // 2], x[..., D // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+def variant_grads(cap, style, alibi, causal):
+    """Every .grad of loss = sum(y * G) for the variant, and G."""
+    for t in state.values():
+        t.grad = None
+    xv = x.detach().clone().requires_grad_()
+    qv = lin("q_proj", xv).view(B, Tq, H, D).permute(0, 2, 1, 3)                # [B, H, T, D]
+    kv = lin("k_proj", xv).view(B, Tq, H_kv, D).permute(0, 2, 1, 3)             # [B, H_kv, T, D]
+    vv = lin("v_proj", xv).view(B, Tq, H_kv, D).permute(0, 2, 1, 3)
+    if style:
+        qv, kv = rope(qv, style), rope(kv, style)
+    kv, vv = kv.repeat_interleave(H // H_kv, 1), vv.repeat_interleave(H // H_kv, 1)
+    sv = qv @ kv.transpose(-2, -1) / D ** 0.5                                   # [B, H, T, T]
+    if cap:
+        sv = cap * torch.tanh(sv / cap)
+    if alibi:  # -m_h (i - j), m_h = 2^(-8h/H), h = 1..H
+        slopes = 2.0 ** (-8.0 * torch.arange(1, H + 1) / H)
+        dist = torch.arange(Tq)[:, None] - torch.arange(Tq)[None, :]            # [T, T]
+        sv = sv - slopes[:, None, None] * dist
+    if causal:
+        sv = sv.masked_fill(torch.ones(Tq, Tq).tril() == 0, float("-inf"))
+    yv = lin("o_proj", (sv.softmax(-1) @ vv).permute(0, 2, 1, 3).reshape(B, Tq, E))
+    Gv = torch.randn(B, Tq, E)
+    (yv * Gv).sum().backward()
+    grads = {k: t.grad.clone() for k, t in state.items()}
+    grads["query"] = xv.grad
+    return grads, Gv
+
+
+VARIANTS = [("--softcap 0.5 --causal", dict(cap=0.5, causal=True)),
+            ("--softcap 0.5", dict(cap=0.5)),
+            ("--softcap 0.7 --alibi --causal", dict(cap=0.7, alibi=True, causal=True)),
+            ("--rope interleaved --causal", dict(style="interleaved", causal=True)),
+            ("--rope half", dict(style="half")),
+            ("--rope half --softcap 0.5 --causal", dict(style="half", cap=0.5, causal=True))]
+for flags, kw in VARIANTS:
+    theirs, G = variant_grads(kw.get("cap"), kw.get("style"), kw.get("alibi"), kw.get("causal"))
+    for extra in ([], ["--no-weights"]):
+        ours = mha_forward(state, H, {"query": x, "grad-output": G},
+                           ["--num-kv-heads", "2"] + flags.split() + extra)
+        results.append(compare("GQA " + flags + (" --no-weights" if extra else ""), ours, theirs))
 
 sys.exit(0 if all(results) else 1)

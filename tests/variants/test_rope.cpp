@@ -2,7 +2,8 @@
 // depends only on i - j; norms are kept; R(a) R(b) = R(a + b); the two
 // conventions are one permutation of the head apart; the forward with RoPE
 // equals the oracle's; a cache keeps its keys turned, and decoding equals
-// the causal forward with RoPE at every position, for every H_kv.
+// the causal forward with RoPE at every position, for every H_kv; its
+// backward apply_rope_backward() is the transpose R^T.
 //
 // B = batch, H = heads, T = positions, D = head_dim, E = embed_dim.
 #include <doctest/doctest.h>
@@ -104,6 +105,28 @@ TEST_CASE("RoPE: norms are kept, and R(a) R(b) = R(a + b)") {
             CAPTURE(a); CAPTURE(b);
             const mha::Tensor4 twice = mha::apply_rope(mha::apply_rope(x, r, b), r, a);
             CHECK(mha::max_abs_diff(twice, mha::apply_rope(x, r, a + b)) < 1e-5);
+        }
+    }
+}
+
+TEST_CASE("RoPE's backward is R^T: <R x, g> = <x, R^T g>, and R^T R x = x") {
+    mha::Rng rng(3703);
+    const std::size_t D = 16, T = 6;
+    const mha::Tensor4 x = randn4(2, 3, T, D, rng), g = randn4(2, 3, T, D, rng);
+    for (const mha::Rope& r : kStyles) {
+        for (std::size_t offset : {0, 4090}) {
+            CAPTURE(int(r.style)); CAPTURE(offset);
+            const mha::Tensor4 rx = mha::apply_rope(x, r, offset);
+            const mha::Tensor4 rtg = mha::apply_rope_backward(g, r, offset);
+            double a = 0, b = 0;
+            for (std::size_t i = 0; i < x.size(); ++i) {
+                a += double(rx.data()[i]) * g.data()[i];
+                b += double(x.data()[i]) * rtg.data()[i];
+            }
+            CHECK(a == doctest::Approx(b).epsilon(1e-5));
+            CHECK(mha::max_abs_diff(mha::apply_rope_backward(rx, r, offset), x) < 1e-5);
+            // the check can fail: R in place of R^T breaks the first equality
+            if (offset > 0) CHECK(mha::max_abs_diff(rtg, mha::apply_rope(g, r, offset)) > 1e-2);
         }
     }
 }

@@ -44,7 +44,17 @@ struct HeadSizes {
     /// (0 for the articles' tril, L after L cached positions), the rest
     /// -inf; kNotCausal: no such limit.
     std::size_t causal = kNotCausal;
+    /// Tanh soft-capping C (Gemma 2): each scaled score s becomes
+    /// \f$C \tanh(s / C)\f$ before the bias and the mask; 0: none.
+    float softcap = 0.0f;
 };
+
+/// Soft-capping on one row of scaled scores, in place: \f$s \to C \tanh(s / C)\f$
+/// (the first step between the product and the bias, forward and backward).
+/// @param row  @p cols scores
+/// @param cols how many
+/// @param cap  C, above 0
+void soft_cap(float* row, std::size_t cols, float cap);
 
 /// How many leading key columns a block of query rows needs: past the last
 /// key any of its rows sees, every weight is exactly 0 under the -inf fill.
@@ -78,7 +88,8 @@ std::size_t past_last_nonfinite(const float* x, std::size_t rows, std::size_t D,
 /// @return     true when some float is NaN or Inf
 bool any_nonfinite(const float* x, std::size_t rows, std::size_t D, std::size_t ld);
 
-/// The score bias, the mask and the causal limit on one row of scores:
+/// The soft-cap (when s.softcap > 0), the score bias, the mask and the
+/// causal limit on one row of scores:
 /// keys j0 .. j0 + cols - 1 of query @p i (the forward's and the tiled
 /// backward's step between the product and the exponentials).
 /// @param row        @p cols scores, changed in place

@@ -87,6 +87,11 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
              "(or trace_no_weights() of) query " + shape_of(in.query) + " and key " +
              shape_of(in.key));
     }
+    check_softcap(in.softcap, "backward");
+    if (in.softcap > 0.0f && !tiled) {
+        fail("backward: soft-capping runs in the tiled backward only: give it a "
+             "trace_no_weights()");
+    }
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     AttentionGrads g;
 
@@ -268,7 +273,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                     std::fill_n(dk_g, Tk * D, 0.0f);
                     std::fill_n(dv_g, Tk * D, 0.0f);
                     const HeadSizes sizes{Tq, Tk, D, E, Ekv, scale,
-                                          in.causal ? 0 : kNotCausal};
+                                          in.causal ? 0 : kNotCausal, in.softcap};
                     for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
                         float* dq_h = dq_s.data() + (h - g0 * group) * Tq * D;  // [Tq, D]
                         const std::size_t qo = b * Tq * E + h * D;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "mha/fast/attend_head.hpp"
@@ -165,8 +166,15 @@ void run_chunk(const Job& job, const Rows& rows, std::size_t b0, std::size_t n) 
 
 }  // namespace
 
+void check_softcap(float softcap, const char* where) {
+    if (!(softcap == 0.0f || (softcap > 0.0f && std::isfinite(softcap))))
+        fail(std::string(where) + ": softcap C = " + std::to_string(softcap) +
+             "; C must be above 0 and finite (0: none)");
+}
+
 void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool keep) {
     m.check_inputs(in.query, in.key, in.value);
+    check_softcap(in.softcap, "forward");
     const std::size_t B = in.query.shape(0), Tq = in.query.shape(1);
     const std::size_t Tk = in.key.shape(1), E = m.embed_dim(), H = m.num_heads();
     const std::size_t Ekv = m.kv_dim();
@@ -195,7 +203,9 @@ void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool 
     // Without weights, the tiles: each classified once for the whole call
     const BlockMask tiles = in.weights ? BlockMask() : block_mask_of(in, Tq, Tk);
     const Job job{in, layers, t, B, Tq, Tk, E, H, Ekv, H / m.num_kv_heads(),
-                  {Tq, Tk, m.head_dim(), E, Ekv, scale, in.causal ? 0 : kNotCausal}, packed,
+                  {Tq, Tk, m.head_dim(), E, Ekv, scale, in.causal ? 0 : kNotCausal,
+                   in.softcap},
+                  packed,
                   self, &tiles};
 
     const Plan plan = plan_chunks(B, Tq, Tk);

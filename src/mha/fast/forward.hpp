@@ -24,7 +24,15 @@ struct Call {
     const Tensor4* score_bias;  ///< nullptr, or `[B or 1, H or 1, Tq or 1, Tk]`
     bool weights = true;        ///< false: the tiled path, no `[B, H, Tq, Tk]` weights
     bool causal = false;        ///< query i sees keys 0..i, with no mask tensor (mha::causal)
+    /// Tanh soft-capping C: each scaled score s becomes C tanh(s / C) before
+    /// the score bias and the mask (Gemma 2, C = 50); 0: none
+    float softcap = 0.0f;
 };
+
+/// Throws unless @p softcap is 0 (none) or a finite number above 0.
+/// @param softcap C, or 0
+/// @param where   the function's name, for the message
+void check_softcap(float softcap, const char* where);
 
 /// The forward of @p m into @p t: its output always, its weights unless
 /// the call says not (then they are left empty), and with

@@ -13,6 +13,7 @@ float exp_sum_avx2(float* row, std::size_t n, float max);
 float row_max_avx2(const float* row, std::size_t n, float init);
 void softmax_grad_row_avx2(const float* p, float* ds, const unsigned char* keep, std::size_t c,
                            std::size_t n);
+void soft_cap_avx2(float* row, std::size_t n, float cap, float* d);
 
 namespace {
 // 8 lanes instead of 4: about three times faster on long rows here. Asked
@@ -51,6 +52,13 @@ void softmax_grad_row(const float* p, float* ds, const unsigned char* keep, std:
     if (avx2()) return softmax_grad_row_avx2(p, ds, keep, c, n);
 #endif
     softmax_grad_row_kernel(p, ds, keep, c, n);
+}
+
+void soft_cap_row(float* row, std::size_t n, float cap, float* derivative) {
+#if defined(MHA_AVX2_KERNEL)
+    if (avx2()) return soft_cap_avx2(row, n, cap, derivative);
+#endif
+    soft_cap_kernel(row, n, cap, derivative);
 }
 
 }  // namespace mha::fast

@@ -49,6 +49,17 @@ float row_max(const float* row, std::size_t n, float init);
 void softmax_grad_row(const float* p, float* ds, const unsigned char* keep, std::size_t c,
                       std::size_t n);
 
+/// Tanh soft-capping of one row of scores, in place, a vector at a time:
+/// \f$s \to C \tanh(s / C)\f$, and with @p derivative its
+/// \f$ds'/ds = 1 - \tanh^2(s / C)\f$ (the tiled backward's). Its tanh is the
+/// engine's own, from the e^x above: within 5e-7 of tanh() in double; NaN
+/// stays NaN, +-inf becomes +-C.
+/// @param row        @p n scores in, capped scores out
+/// @param n          how many
+/// @param cap        C, above 0
+/// @param derivative nullptr, or @p n floats: \f$1 - \tanh^2(s / C)\f$ out
+void soft_cap_row(float* row, std::size_t n, float cap, float* derivative);
+
 /// @}
 
 }  // namespace mha::fast

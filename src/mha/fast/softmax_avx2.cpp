@@ -19,4 +19,8 @@ void softmax_grad_row_avx2(const float* p, float* ds, const unsigned char* keep,
     softmax_grad_row_kernel(p, ds, keep, c, n);
 }
 
+void soft_cap_avx2(float* row, std::size_t n, float cap, float* d) {
+    soft_cap_kernel(row, n, cap, d);
+}
+
 }  // namespace mha::fast

@@ -186,5 +186,37 @@ void softmax_grad_row_kernel(const float* p, float* ds, const unsigned char* kee
     for (j = c; j < n; ++j) ds[j] = 0.0f;
 }
 
+// tanh(y) in W lanes: for |y| >= 0.125, sign(y) (1 - e) / (1 + e) with
+// e = e^{-2|y|} from exp_nonpositive() (its argument is never above 0,
+// and e = 0 past |y| = 44, where tanh is 1 in float); below, where 1 - e
+// would lose digits, tanh's series y - y^3/3 + 2y^5/15 - 17y^7/315 (its
+// next term, 62 y^9/2835, is under 3e-10 of y there). Within 5e-7 of tanh
+// in double (tests/fast/test_softmax_kernel.cpp); NaN stays NaN.
+inline F tanh_lanes(F y) {
+    const F a = max2(y, -y);  // |y|; NaN passes through
+    const F e = exp_nonpositive(-2.0f * a);
+    const F big = (1.0f - e) / (1.0f + e);
+    const F y2 = y * y;
+    const F series = y * (((y2 * -0.053968254f + 0.13333334f) * y2 - 0.33333334f) * y2 + 1.0f);
+    return a < 0.125f ? series : (y < 0.0f ? -big : big);
+}
+
+// Soft-capping: row[j] = cap tanh(row[j] / cap), and when d is not null
+// d[j] = 1 - tanh^2(row[j] / cap), the cap's derivative, for the backward.
+void soft_cap_kernel(float* row, std::size_t n, float cap, float* d) {
+    const float inv = 1.0f / cap;
+    std::size_t j = 0;
+    for (; j + W <= n; j += W) {
+        const F t = tanh_lanes(load(row + j) * inv);
+        store(row + j, t * cap);
+        if (d != nullptr) store(d + j, 1.0f - t * t);
+    }
+    for (; j < n; ++j) {  // the last few, one lane used
+        const float t = tanh_lanes(splat(row[j] * inv))[0];
+        row[j] = t * cap;
+        if (d != nullptr) d[j] = 1.0f - t * t;
+    }
+}
+
 }  // namespace
 }  // namespace mha::fast

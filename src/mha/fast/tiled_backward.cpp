@@ -41,10 +41,13 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
     const bool causal = s.causal != kNotCausal;
     const std::size_t blocks = (Tq + kQueries - 1) / kQueries;
     thread_local Buffer work;
-    work.resize(2 * kQueries * kKeys + 2 * kKeys * D + Tq);
+    const bool capped = s.softcap > 0.0f;
+    work.resize((capped ? 3 : 2) * kQueries * kKeys + 2 * kKeys * D + Tq);
     float* const p = work.data();            // P [rows, cols], kKeys apart
     float* const ds = p + kQueries * kKeys;  // dP, then dS [rows, cols]
-    float* const dk_j = ds + kQueries * kKeys;  // [cols, D]
+    // with soft-capping: ds'/ds = 1 - tanh^2(s / C) [rows, cols], kKeys apart
+    float* const dcap = ds + kQueries * kKeys;
+    float* const dk_j = dcap + (capped ? kQueries * kKeys : 0);  // [cols, D]
     float* const dv_j = dk_j + kKeys * D;       // [cols, D]
     float* const d_row = dv_j + kKeys * D;      // D_i [Tq]
     thread_local std::vector<std::size_t> cols;  // [blocks]
@@ -98,6 +101,8 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
         cols[ib] = c;
     }
     std::fill(x.dq, x.dq + Tq * D, 0.0f);
+    HeadSizes uncapped = s;  // b) caps the scores itself, keeping the derivative
+    uncapped.softcap = 0.0f;
     // 4) per block of keys (dK_j and dV_j summed in cache), per block of
     //    queries that sees it
     for (std::size_t j0 = 0; j0 < Tk; j0 += kKeys) {
@@ -118,11 +123,14 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
             // a) S = scale Q_i K_j^T  [rows, D] x [D, c]
             if (packed) packed_gemm(qc + i0 * D, D, rows, D, kt, D, c, p, kKeys, s.scale);
             else gemm({q, rows, D, E}, false, {k, c, D, Ekv}, true, p, kKeys, s.scale);
-            // b) P = e^{S - L}, after the bias and the mask as in the forward
+            // b) P = e^{S' - L}, S' after the soft-cap, the bias and the mask
+            //    as in the forward; the cap's derivative kept for e)
             for (std::size_t r = 0; r < rows; ++r) {
                 float* row = p + r * kKeys;
                 const float L = x.lse[i0 + r];
-                bias_and_mask(row, c, b, h, i0 + r, j0, s, mask, fill, score_bias);
+                // s' = C tanh(s / C), and ds'/ds = 1 - tanh^2(s / C) kept
+                if (capped) soft_cap_row(row, c, s.softcap, dcap + r * kKeys);
+                bias_and_mask(row, c, b, h, i0 + r, j0, uncapped, mask, fill, score_bias);
                 if (std::isnan(L) || L == kNegInf) {  // NaN spoils; -inf sees nothing
                     std::fill(row, row + c, std::isnan(L) ? NAN : 0.0f);
                 } else if (sees_nothing[i0 + r]) {
@@ -142,7 +150,8 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
             // d) dP = dO_i V_j^T  [rows, D] x [D, c]
             if (packed) packed_gemm(d_o, x.ld_do, rows, D, vt, D, c, ds, kKeys, 1.0f);
             else gemm({d_o, rows, D, x.ld_do}, false, {v, c, D, Ekv}, true, ds, kKeys);
-            // e) dS = P o (dP - D_i); a masked score is a constant: 0
+            // e) dS' = P o (dP - D_i); a masked score is a constant: 0; then
+            //    through the cap: dS = dS' o (1 - tanh^2(s / C))
             const bool whole = mask == nullptr && (!causal || j0 + c <= i0 + s.causal + 1);
             if (whole) softmax_back_tile(p, ds, d_row + i0, rows, c);
             for (std::size_t r = 0; !whole && r < rows; ++r) {
@@ -158,6 +167,11 @@ void head_backward_tiled(const HeadGrads& x, std::size_t b, std::size_t h, const
                                         (causal && j0 + j > i + s.causal);
                     dsr[j] = hidden ? 0.0f : pr[j] * (dsr[j] - di);
                 }
+            }
+            for (std::size_t r = 0; capped && r < rows; ++r) {
+                float* __restrict dsr = ds + r * kKeys;
+                const float* __restrict dc = dcap + r * kKeys;
+                for (std::size_t j = 0; j < c; ++j) dsr[j] *= dc[j];
             }
             // f) dQ_i += scale dS K_j  [rows, c] x [c, D], and
             // g) dK_j += scale dS^T Q_i  [c, rows] x [rows, D]

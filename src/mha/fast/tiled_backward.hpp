@@ -33,7 +33,9 @@ struct HeadGrads {
 /// tile of 64 keys (the outer loop, their dK and dV in cache) and 64
 /// queries: \f$P = e^{S - L}\f$ recomputed, \f$dV \mathrel{+}= P^T dO\f$,
 /// \f$dP = dO V^T\f$, \f$dS = P \circ (dP - D)\f$, \f$dQ \mathrel{+}= \mathrm{scale}\, dS K\f$,
-/// \f$dK \mathrel{+}= \mathrm{scale}\, dS^T Q\f$. Under a mask with the -inf
+/// \f$dK \mathrel{+}= \mathrm{scale}\, dS^T Q\f$. With soft-capping
+/// (s.softcap = C > 0), P is rebuilt from \f$S' = C \tanh(S / C)\f$ and
+/// \f$dS = P \circ (dP - D) \circ (1 - \tanh^2(S / C))\f$. Under a mask with the -inf
 /// fill, or causal HeadSizes, tiles past the last key a query block sees
 /// are skipped, unless a NaN or an Inf is about (0 x NaN is NaN). The same
 /// gradients as backward_stages() within float rounding.

@@ -49,4 +49,27 @@ Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::size_t offset) {
     return out;
 }
 
+Tensor4 apply_rope_backward(const Tensor4& d_rotated, const Rope& rope, std::size_t offset) {
+    const std::size_t B = d_rotated.shape(0), H = d_rotated.shape(1);
+    const std::size_t T = d_rotated.shape(2), D = d_rotated.shape(3);
+    require_nonzero({B, H, T, D}, "apply_rope_backward d_rotated [B, H, T, D]");
+    check_rope(rope, D);
+    Tensor4 out = d_rotated;  // [B, H, T, D]
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t t = 0; t < T; ++t) {
+                float* g = &out(b, h, t, 0);  // [D]
+                for (std::size_t p = 0; p < D / 2; ++p) {
+                    // R^T: the pair turned back, by minus the forward's angle
+                    const double angle = double(offset + t) * rope_frequency(p, D, rope.theta);
+                    const double c = std::cos(angle), s = std::sin(angle);
+                    const auto [i, j] = rope_pair(p, D, rope.style);
+                    const double g1 = g[i], g2 = g[j];
+                    g[i] = float(g1 * c + g2 * s);
+                    g[j] = float(-g1 * s + g2 * c);
+                }
+            }
+    return out;
+}
+
 }  // namespace mha

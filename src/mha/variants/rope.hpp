@@ -69,6 +69,18 @@ void rope_rotate(float* x, std::size_t d, std::size_t pos, const Rope& rope);
 /// @throws std::invalid_argument when D is odd or theta is not above 0.
 Tensor4 apply_rope(const Tensor4& x, const Rope& rope, std::size_t offset = 0);
 
+/// RoPE's backward: the gradient through y = R x is \f$R^T dy\f$, and R
+/// is a rotation (orthogonal), so \f$R^T\f$ turns each pair back by the
+/// same angle: what the gradients of rotated queries and keys go through
+/// on their way to the projections.
+/// @param d_rotated dL/d(rotated) `[B, H, T, D]` (or `[B, H_kv, T, D]`)
+/// @param rope      the convention and the base the forward used
+/// @param offset    the position of t = 0, as apply_rope()
+/// @return          dL/d(before RoPE) `[B, H, T, D]`
+/// @throws std::invalid_argument when D is odd or theta is not above 0.
+Tensor4 apply_rope_backward(const Tensor4& d_rotated, const Rope& rope,
+                            std::size_t offset = 0);
+
 /// Throws unless @p rope can turn heads of size @p d (D even, theta above 0).
 /// @param rope the settings
 /// @param d    D, the head size
