@@ -61,6 +61,12 @@ int run_decode();
 /// @return the exit code
 int run_long(bool backward_only = false);
 
+/// Part of `mha_bench --long`, alone with `--long-softcap`: soft-capping
+/// C = 50 at T = 4096 through the tiles, forward and backward, against the
+/// same calls uncapped.
+/// @return the exit code
+int run_long_softcap();
+
 /// `mha_bench --model-long`: lesson 21's induction model trained at T = 1025
 /// through the tiled backward, then through the ordinary one: losses, time
 /// and peak memory. @return the exit code

@@ -192,6 +192,12 @@ void run_long_backward(const mha::MultiHeadAttention& m, mha::Rng& rng, double p
 
 }  // namespace
 
+int run_long_softcap() {
+    const mha::MultiHeadAttention m(kE, kH, mha::Init::xavier(0));
+    softcap_line(m);
+    return 0;
+}
+
 int run_long(bool backward_only) {
     const mha::MultiHeadAttention m(kE, kH, mha::Init::xavier(0));
     const double params_mb = 4.0 * (kE * kE + kE) * 4 / 1e6;

@@ -1,7 +1,7 @@
 // mha_bench: how fast the core is, against this machine's own limit.
 //
-//   mha_bench [--article | --decode | --long | --long-backward | --model |
-//              --model-long | --masks] [--runs N]
+//   mha_bench [--article | --decode | --long | --long-backward | --long-softcap |
+//              --model | --model-long | --masks] [--runs N]
 //
 // --model (model.cpp): a training step of the language model of
 // src/mha/model/ against the sgemm roofline; --model-long, lesson 21's
@@ -10,7 +10,8 @@
 // --decode (decode.cpp): decoding through the KV cache against the memory
 // bandwidth. --long (long.cpp): the forward without weights up to
 // T = 16384, its peak memory against the tensors that must exist, then the
-// tiled backward at T = 8192 and 16384 (--long-backward: only that).
+// tiled backward at T = 8192 and 16384 (--long-backward: only that;
+// --long-softcap: only its soft-capping line, C = 50 at T = 4096).
 // --masks (masks.cpp): the teaching core's mask stage against its old loop.
 // Without either:
 // 1. The sgemm peak: one large single-precision gemm (2048^3), measured
@@ -149,7 +150,7 @@ void row(const char* what, double seconds, double flops, double peak) {
 
 int main(int argc, char** argv) {
     bool article_only = false, decode = false, long_t = false, model = false, masks = false;
-    bool long_backward = false, model_long = false;
+    bool long_backward = false, model_long = false, long_softcap = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--article") == 0) {
             article_only = true;
@@ -159,6 +160,8 @@ int main(int argc, char** argv) {
             long_t = true;
         } else if (std::strcmp(argv[i], "--long-backward") == 0) {
             long_backward = true;
+        } else if (std::strcmp(argv[i], "--long-softcap") == 0) {
+            long_softcap = true;
         } else if (std::strcmp(argv[i], "--model-long") == 0) {
             model_long = true;
         } else if (std::strcmp(argv[i], "--model") == 0) {
@@ -173,22 +176,25 @@ int main(int argc, char** argv) {
             }
         } else {
             std::fprintf(stderr, "mha_bench: unknown argument '%s' (usage: mha_bench "
-                                 "[--article | --decode | --long | --long-backward | --model | "
-                                 "--model-long | --masks] "
+                                 "[--article | --decode | --long | --long-backward | "
+                                 "--long-softcap | --model | --model-long | --masks] "
                                  "[--runs N])\n",
                          argv[i]);
             return 2;
         }
     }
-    if (article_only + decode + long_t + long_backward + model + model_long + masks > 1) {
+    if (article_only + decode + long_t + long_backward + long_softcap + model + model_long +
+            masks > 1) {
         std::fprintf(stderr, "mha_bench: --article, --decode, --long, --long-backward, "
-                             "--model, --model-long and --masks go one at a time\n");
+                             "--long-softcap, --model, --model-long and --masks go one at a "
+                             "time\n");
         return 2;
     }
     try {
         if (decode) return bench::run_decode();
         if (long_t) return bench::run_long();
         if (long_backward) return bench::run_long(true);
+        if (long_softcap) return bench::run_long_softcap();
         if (model) return bench::run_model();
         if (model_long) return bench::run_model_long();
         if (masks) return bench::run_masks();
