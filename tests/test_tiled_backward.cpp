@@ -6,7 +6,10 @@
 // dQ, dK, dV agree with central finite differences of a loss computed in
 // double; with ALiBi and soft-capping (a score_mod and its derivative)
 // too, against finite differences and, for ALiBi, against
-// backward_stages() given it as a score bias.
+// backward_stages() given it as a score bias. The engine's tiles with
+// soft-capping (a float C in the call) against forward_stages() and the
+// teaching backward_tiled(); backward_tiled() with RoPE against finite
+// differences.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 
 #include "mha/attention.hpp"
 #include "mha/backward.hpp"
+#include "mha/fast/forward.hpp"
 #include "mha/init.hpp"
 #include "mha/tiled_backward.hpp"
 #include "worst.hpp"
@@ -538,6 +542,12 @@ TEST_CASE("the engine's tiles with soft-capping equal the stages and backward_ti
             const mha::Tensor3 fast =
                 m.forward_no_weights(query, kv, kv, k.mask, k.fill, k.bias, C);
             CHECK(mha::max_abs_diff(fast, stages.output) < 2e-5);
+            // the engine's call with the weights caps them the same way
+            mha::ForwardTrace with;
+            mha::fast::forward(m, {query, kv, kv, k.mask, k.fill, k.bias, true, false, C}, with,
+                               false);
+            CHECK(mha::max_abs_diff(with.weights, stages.weights) < 2e-5);
+            CHECK(mha::max_abs_diff(with.output, stages.output) < 2e-5);
             const mha::ForwardTrace t =
                 m.trace_no_weights(query, kv, kv, k.mask, k.fill, k.bias, C);
             CHECK(mha::max_abs_diff(t.output, stages.output) < 2e-5);
