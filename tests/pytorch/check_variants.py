@@ -133,9 +133,13 @@ with torch.no_grad():
             got, got_w = run(state, H, x, f"{kv} {flags}")
             results.append((f"H={H} H_kv={H_kv} {flags}", want, got))
             results.append(("  its weights", want_w, got_w))
+        # --no-weights: the engine's tiles (soft-capping among them, C in the call)
         for flags, kw in [("--window 3 --no-weights", dict(keep=window(3))),
                           ("--rope half --no-weights --causal",
-                           dict(keep=causal, rope_style="half"))]:
+                           dict(keep=causal, rope_style="half")),
+                          ("--softcap 0.5 --causal --no-weights", dict(keep=causal, cap=0.5)),
+                          ("--window 5 --sinks 1 --alibi --softcap 0.7 --no-weights",
+                           dict(keep=sinks(1, 5), alibi=True, cap=0.7))]:
             got, got_w = run(state, H, x, f"{kv} {flags}")
             assert got_w is None, f"{flags} wrote attn_weights.npy"
             results.append((f"H={H} H_kv={H_kv} {flags}", attend(state, x, H, H_kv, **kw)[0], got))
