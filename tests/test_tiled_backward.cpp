@@ -20,7 +20,7 @@
 
 #include "mha/attention.hpp"
 #include "mha/backward.hpp"
-#include "mha/fast/forward.hpp"
+#include "mha/fast/backward.hpp"
 #include "mha/init.hpp"
 #include "mha/tiled_backward.hpp"
 #include "worst.hpp"
@@ -632,4 +632,59 @@ TEST_CASE("backward_tiled with RoPE against finite differences, both conventions
             mha::backward_tiled(m, x, x, x, g_out, mha::causal_mod(), mha::kNegInf, 2, 3));
         CHECK(mha_test::fd_error(x, plain.input, loss, 1e-2) > 5e-2);
     }
+}
+
+// RoPE in the engine (Call::rope): Q and K turned after the projections,
+// dQ and dK turned back (R^T) before them; with and without the weights,
+// self-attention's one dL/dX and the three inputs' gradients, soft-capping
+// too, against forward_stages() and the teaching backward_tiled().
+TEST_CASE("the engine with RoPE equals the stages and backward_tiled with RoPE" *
+          doctest::test_suite("oracle")) {
+    struct Case {
+        std::size_t B, T, E, H, H_kv;
+    };
+    const std::vector<Case> cases = {{2, 5, 8, 2, 1}, {1, 70, 16, 4, 2}, {2, 130, 32, 2, 2}};
+    std::uint64_t seed = 3840;
+    for (const Case& c : cases)
+        for (const mha::RopeStyle style : {mha::RopeStyle::interleaved, mha::RopeStyle::half}) {
+            mha::Rng rng(++seed);
+            const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
+            const mha::Tensor3 x = mha::randn(c.B, c.T, c.E, rng);
+            const mha::Tensor3 g_out = mha::randn(c.B, c.T, c.E, rng);
+            const mha::Mask tril = mha::causal_mask(c.T, c.T);
+            mha::Rope rope;
+            rope.style = style;
+            rope.theta = 500.0;
+            for (const bool causal : {false, true})
+                for (const float C : {0.0f, 0.5f})
+                    for (const bool weights : {true, false}) {
+                        if (weights && C > 0.0f) continue;  // the cap: tiles only
+                        CAPTURE(c.B); CAPTURE(c.T); CAPTURE(c.H); CAPTURE(c.H_kv);
+                        CAPTURE(int(style)); CAPTURE(causal); CAPTURE(C); CAPTURE(weights);
+                        const mha::MaskMod mod = causal ? mha::causal_mod() : mha::MaskMod{};
+                        const mha::ScoreModGrad cap =
+                            C > 0.0f ? mha::softcap_with_grad(C) : mha::ScoreModGrad{};
+                        const mha::Stages stages =
+                            m.forward_stages(x, x, x, mha::Mods{cap.mod, mod, mha::kNegInf, rope});
+                        const mha::fast::Call call{x, x, x, causal ? &tril : nullptr,
+                                                   mha::kNegInf, nullptr, weights, false, C,
+                                                   &rope};
+                        mha::ForwardTrace t;
+                        mha::fast::forward(m, call, t, true);
+                        CHECK(mha::max_abs_diff(t.output, stages.output) < 2e-5);
+                        if (weights) CHECK(mha::max_abs_diff(t.weights, stages.weights) < 2e-5);
+                        const mha::AttentionGrads taught = mha::backward_tiled(
+                            m, x, x, x, g_out, mod, mha::kNegInf, 64, 64, cap, rope);
+                        const mha::AttentionGrads three = mha::fast::backward(m, call, t, g_out);
+                        CHECK(tiled_bwd::worst_relative(three, taught) < 1e-5);
+                        const mha::AttentionGrads self =
+                            mha::fast::backward(m, call, t, g_out, true);
+                        CHECK(tiled_bwd::worst_relative(self, tiled_bwd::as_self(taught)) <
+                              1e-5);
+                        // and the turn back matters
+                        const mha::AttentionGrads plain = mha::backward_tiled(
+                            m, x, x, x, g_out, mod, mha::kNegInf, 64, 64, cap);
+                        if (c.T > 1) CHECK(tiled_bwd::worst_relative(three, plain) > 1e-3);
+                    }
+        }
 }

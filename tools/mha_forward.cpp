@@ -16,8 +16,8 @@
 // masked under -inf gets zero weights (the core's policy; PyTorch gives NaN).
 // The variants of today's models (--window, --sinks, --prefix, --documents,
 // --alibi, --softcap, --rope) are mha/variants' mask_mods, score_mods, RoPE;
-// --grad-output takes them all (--softcap in the engine's tiled backward,
-// --rope in the teaching one, backward_tiled(), with RoPE's R^T).
+// --grad-output takes them all, through the engine's call (mha::fast::Call:
+// --softcap in its tiles, --rope on q and k with R^T on dq and dk).
 //
 //   mha_forward --block --weights DIR --num-heads H --query X.npy --out DIR
 //   mha_forward --model DIR --num-heads H --tokens IDS.npy --out DIR [--layer-weights]
@@ -47,8 +47,8 @@
 
 #include "mha/attention.hpp"
 #include "mha/backward.hpp"
+#include "mha/fast/backward.hpp"
 #include "mha/kv_cache.hpp"
-#include "mha/tiled_backward.hpp"
 #include "mha/io/model_io.hpp"
 #include "mha/io/npy.hpp"
 #include "mha/io/torch_io.hpp"
@@ -467,34 +467,17 @@ int mha_forward_main(int argc, char** argv) {
             }
             return mods;
         };
-        if (rope && !args.count("--incremental")) {
-            const mha::Mods mods = stage_mods();
-            const mha::Stages s = m.forward_stages(q, k, v, mods);
+        if (rope && !grad && !args.count("--incremental")) {
+            const mha::Stages s = m.forward_stages(q, k, v, stage_mods());
             mha::save_npy(out + "/output.npy", s.output);
-            if (!no_weights) mha::save_npy(out + "/attn_weights.npy", s.weights);
-            if (grad) {
-                // the FlashAttention-2 tiles of the teaching wing, with the
-                // score_mod's derivative, and dQ, dK turned back by R^T
-                mha::ScoreModGrad pair;
-                if (masks.bias) pair = mha::bias_with_grad(*masks.bias);
-                if (cap > 0) {
-                    const mha::ScoreModGrad capped = mha::softcap_with_grad(float(cap));
-                    pair = masks.bias ? mha::chain_with_grad(capped, pair) : capped;
-                }
-                mha::AttentionGrads g = mha::backward_tiled(m, q, k, v, g_out, mods.mask_mod,
-                                                            fill, 64, 64, pair, rope);
-                g.input = g.query + g.key + g.value;  // RoPE is self-attention: dL/dX
-                save_grads(out, g, H_kv != H, false);
-            }
-            const std::string also = grad ? ", *.grad.npy" : "";
             if (no_weights) {
-                std::printf("wrote %s/output.npy %s%s (no weights asked for)\n", out.c_str(),
-                            mha::shape_of(s.output).c_str(), also.c_str());
-            } else {
-                std::printf("wrote %s/output.npy %s and attn_weights.npy %s%s\n", out.c_str(),
-                            mha::shape_of(s.output).c_str(), mha::shape_of(s.weights).c_str(),
-                            also.c_str());
+                std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
+                            mha::shape_of(s.output).c_str());
+                return 0;
             }
+            mha::save_npy(out + "/attn_weights.npy", s.weights);
+            std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n", out.c_str(),
+                        mha::shape_of(s.output).c_str(), mha::shape_of(s.weights).c_str());
             return 0;
         }
         if (cap > 0 && !no_weights && !grad && !args.count("--incremental")) {
@@ -522,20 +505,17 @@ int mha_forward_main(int argc, char** argv) {
             const bool tiles_only = only_causal && !cross && no_weights;
             if (only_causal && !tiles_only) add(mha::causal_mask(Tq, Tk));  // the tensor
             const mha::Mask* mask = keep ? &*keep : nullptr;
-            const float C = float(cap);  // 0: none
-            // without weights, the trace keeps each row's log-sum-exp instead,
-            // and backward() runs the FlashAttention-2 tiles; soft-capping
-            // runs there only, its weights (if asked) from the stages
+            // The engine's call: without weights, the trace keeps each row's
+            // log-sum-exp instead, and the backward runs the FlashAttention-2
+            // tiles; soft-capping (C) runs there only, its weights (if asked)
+            // from the stages; RoPE turns q and k after the projections, and
+            // dq, dk back (R^T) before them
             const bool tiled = no_weights || cap > 0;
-            const mha::ForwardTrace t =
-                tiles_only ? m.trace_no_weights(q, k, v, mha::causal, C)
-                : tiled    ? m.trace_no_weights(q, k, v, mask, fill, masks.bias_ptr(), C)
-                           : m.trace(q, k, v, mask, fill, masks.bias_ptr());
-            const mha::AttentionGrads g =
-                tiles_only ? mha::backward_self_attention(m, t, q, g_out, mha::causal, C)
-                : cross    ? mha::backward(m, t, q, k, v, g_out, mask, fill, masks.bias_ptr(), C)
-                           : mha::backward_self_attention(m, t, q, g_out, mask, fill,
-                                                          masks.bias_ptr(), C);
+            const mha::fast::Call call{q, k, v, mask, fill, masks.bias_ptr(), !tiled, tiles_only,
+                                       float(cap), rope ? &*rope : nullptr};
+            mha::ForwardTrace t;
+            mha::fast::forward(m, call, t, true);
+            const mha::AttentionGrads g = mha::fast::backward(m, call, t, g_out, !cross);
             mha::save_npy(out + "/output.npy", t.output);
             if (!no_weights) {
                 const mha::Tensor4 w =  // [B, H, Tq, Tk]

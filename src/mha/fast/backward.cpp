@@ -88,6 +88,7 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
              shape_of(in.key));
     }
     check_softcap(in.softcap, "backward");
+    if (in.rope != nullptr) check_rope(*in.rope, D);
     if (in.softcap > 0.0f && !tiled) {
         fail("backward: soft-capping runs in the tiled backward only: give it a "
              "trace_no_weights()");
@@ -318,6 +319,19 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
     g.w_o.bias = sum_of_pieces(db_o, B, E);
     g.wq.bias = sum_of_pieces(db_q, B, E);
     g.wk.bias = sum_of_pieces(db_k, B, Ekv);
+    if (in.rope != nullptr) {
+        // RoPE's backward: q_rot = R q gives dq = R^T dq_rot (R is a
+        // rotation), the same for k; their biases' gradients are then the
+        // column sums of the turned-back rows, in order of the rows
+        rope_rows(dq_p, B * Tq, Tq, H, D, ldq, *in.rope, true);
+        rope_rows(dk_p, B * Tk, Tk, H_kv, D, ldkv, *in.rope, true);
+        g.wq.bias.fill(0.0f);
+        g.wk.bias.fill(0.0f);
+        for (std::size_t r = 0; r < B * Tq; ++r)
+            for (std::size_t c = 0; c < E; ++c) g.wq.bias(c) += dq_p[r * ldq + c];
+        for (std::size_t r = 0; r < B * Tk; ++r)
+            for (std::size_t c = 0; c < Ekv; ++c) g.wk.bias(c) += dk_p[r * ldkv + c];
+    }
     g.wv.bias = sum_of_pieces(db_v, B, Ekv);
     // each scratch tensor below goes as soon as it is used: the peak memory
 

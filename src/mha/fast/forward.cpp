@@ -157,6 +157,12 @@ void run_chunk(const Job& job, const Rows& rows, std::size_t b0, std::size_t n) 
         job.layers.run(job.in.key.data() + b0 * Tk * E, n * Tk, 1, 1, qkv + 1);
         job.layers.run(job.in.value.data() + b0 * Tk * E, n * Tk, 2, 1, qkv + 2);
     }
+    // RoPE: query i and key j turned to their positions, before the scores
+    if (job.in.rope != nullptr) {
+        const std::size_t D = job.head.D;
+        rope_rows(rows.q, n * Tq, Tq, job.H, D, E, *job.in.rope, false);
+        rope_rows(rows.k, n * Tk, Tk, job.Ekv / D, D, job.Ekv, *job.in.rope, false);
+    }
     // 2) scores, mask, softmax, weights x V, per (sequence, head)
     attend_heads(job, rows, b0, n);
     // 3) the output layer
@@ -165,6 +171,31 @@ void run_chunk(const Job& job, const Rows& rows, std::size_t b0, std::size_t n) 
 }
 
 }  // namespace
+
+void rope_rows(float* x, std::size_t rows, std::size_t T, std::size_t heads, std::size_t D,
+               std::size_t ld, const Rope& rope, bool back) {
+    // cos and sin of each (position, pair) angle, as rope_rotate() makes them
+    const std::size_t P = D / 2, used = std::min(rows, T);
+    std::vector<double> cs(2 * used * P);  // [T, P, 2]
+    for (std::size_t t = 0; t < used; ++t)
+        for (std::size_t p = 0; p < P; ++p) {
+            const double angle = double(t) * rope_frequency(p, D, rope.theta);
+            cs[2 * (t * P + p)] = std::cos(angle);
+            cs[2 * (t * P + p) + 1] = back ? -std::sin(angle) : std::sin(angle);
+        }
+    for (std::size_t r = 0; r < rows; ++r) {
+        const double* a = cs.data() + 2 * (r % T) * P;  // this position's [P, 2]
+        for (std::size_t h = 0; h < heads; ++h) {
+            float* v = x + r * ld + h * D;  // [D]
+            for (std::size_t p = 0; p < P; ++p) {
+                const auto [i, j] = rope_pair(p, D, rope.style);
+                const double x1 = v[i], x2 = v[j], c = a[2 * p], s = a[2 * p + 1];
+                v[i] = float(x1 * c - x2 * s);
+                v[j] = float(x1 * s + x2 * c);
+            }
+        }
+    }
+}
 
 void check_softcap(float softcap, const char* where) {
     if (!(softcap == 0.0f || (softcap > 0.0f && std::isfinite(softcap))))
@@ -175,6 +206,7 @@ void check_softcap(float softcap, const char* where) {
 void forward(const MultiHeadAttention& m, const Call& in, ForwardTrace& t, bool keep) {
     m.check_inputs(in.query, in.key, in.value);
     check_softcap(in.softcap, "forward");
+    if (in.rope != nullptr) check_rope(*in.rope, m.head_dim());
     const std::size_t B = in.query.shape(0), Tq = in.query.shape(1);
     const std::size_t Tk = in.key.shape(1), E = m.embed_dim(), H = m.num_heads();
     const std::size_t Ekv = m.kv_dim();

@@ -27,7 +27,27 @@ struct Call {
     /// Tanh soft-capping C: each scaled score s becomes C tanh(s / C) before
     /// the score bias and the mask (Gemma 2, C = 50); 0: none
     float softcap = 0.0f;
+    /// nullptr, or RoPE on Q and K after the projections (query i turned to
+    /// position i, key j to j, as Mods::rope); the trace keeps them turned,
+    /// and backward() turns dQ and dK back (R^T) before the projections
+    const Rope* rope = nullptr;
 };
+
+/// RoPE on the heads of a block of rows, in place: row r is position r % T
+/// of its sequence, and each of its @p heads heads (D floats, side by side)
+/// turns by that position's angles (rope_rotate()), or with @p back by
+/// minus them, which is \f$R^T\f$: RoPE's backward. The angles' sines and
+/// cosines are made once per call, in double.
+/// @param x     the first row
+/// @param rows  rows (B T)
+/// @param T     positions per sequence
+/// @param heads heads per row (H for Q, H_kv for K)
+/// @param D     head_dim, even
+/// @param ld    distance between rows
+/// @param rope  the convention and the base
+/// @param back  false: R x; true: R^T x
+void rope_rows(float* x, std::size_t rows, std::size_t T, std::size_t heads, std::size_t D,
+               std::size_t ld, const Rope& rope, bool back);
 
 /// Throws unless @p softcap is 0 (none) or a finite number above 0.
 /// @param softcap C, or 0
