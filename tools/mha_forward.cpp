@@ -467,14 +467,9 @@ int mha_forward_main(int argc, char** argv) {
             }
             return mods;
         };
-        if (rope && !grad && !args.count("--incremental")) {
+        if (rope && !grad && !no_weights && !args.count("--incremental")) {
             const mha::Stages s = m.forward_stages(q, k, v, stage_mods());
             mha::save_npy(out + "/output.npy", s.output);
-            if (no_weights) {
-                std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
-                            mha::shape_of(s.output).c_str());
-                return 0;
-            }
             mha::save_npy(out + "/attn_weights.npy", s.weights);
             std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n", out.c_str(),
                         mha::shape_of(s.output).c_str(), mha::shape_of(s.weights).c_str());
@@ -490,11 +485,13 @@ int mha_forward_main(int argc, char** argv) {
             return 0;
         }
         if (args.count("--incremental") || (no_weights && !args.count("--grad-output"))) {
-            const mha::Tensor3 y =
-                args.count("--incremental") ? incremental(m, q, rope, W, S)
-                : only_causal ? m.forward_no_weights(q, k, v, mha::causal, float(cap))
-                              : m.forward_no_weights(q, k, v, keep ? &*keep : nullptr, fill,
-                                                     masks.bias_ptr(), float(cap));
+            // the engine's tiles, RoPE and the cap in its call
+            const mha::fast::Call call{q, k, v, keep ? &*keep : nullptr, fill, masks.bias_ptr(),
+                                       false, only_causal, float(cap), rope ? &*rope : nullptr};
+            mha::ForwardTrace t;
+            if (!args.count("--incremental")) mha::fast::forward(m, call, t, false);
+            const mha::Tensor3 y = args.count("--incremental") ? incremental(m, q, rope, W, S)
+                                                               : std::move(t.output);
             mha::save_npy(out + "/output.npy", y);
             std::printf("wrote %s/output.npy %s (no weights asked for)\n", out.c_str(),
                         mha::shape_of(y).c_str());
