@@ -688,3 +688,29 @@ TEST_CASE("the engine with RoPE equals the stages and backward_tiled with RoPE" 
                     }
         }
 }
+
+TEST_CASE("soft-capping in the engine: NaN where the teaching backward_tiled puts NaN") {
+    // A NaN in one query row, key or value, in the second tile of 64, causal:
+    // the tiles past the diagonal must not hide it (tanh(NaN) is NaN)
+    for (int where = 0; where < 3; ++where) {
+        CAPTURE(where);
+        mha::Rng rng(3850 + where);
+        const mha::MultiHeadAttention m(16, 2, 1, mha::Init::xavier(3850));
+        mha::Tensor3 query = mha::randn(1, 80, 16, rng), key = mha::randn(1, 80, 16, rng);
+        mha::Tensor3 value = mha::randn(1, 80, 16, rng);
+        const mha::Tensor3 g_out = mha::randn(1, 80, 16, rng);
+        mha::Tensor3* spoiled[] = {&query, &key, &value};
+        (*spoiled[where])(0, 70, 3) = NAN;
+        const mha::Mask causal = mha::causal_mask(80, 80);
+        const mha::AttentionGrads want =
+            mha::backward_tiled(m, query, key, value, g_out, mha::causal_mod(), mha::kNegInf,
+                                64, 64, mha::softcap_with_grad(0.5f));
+        const mha::ForwardTrace t =
+            m.trace_no_weights(query, key, value, &causal, mha::kNegInf, nullptr, 0.5f);
+        const mha::AttentionGrads got =
+            mha::backward(m, t, query, key, value, g_out, &causal, mha::kNegInf, nullptr, 0.5f);
+        CHECK(tiled_bwd::nan_count(want) > 0);
+        CHECK(tiled_bwd::nan_count(got) == tiled_bwd::nan_count(want));
+        CHECK(tiled_bwd::worst_relative(got, want) < 1e-5);
+    }
+}
