@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -20,18 +19,15 @@
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "25_poem_heads", info.summary = "the poem model's heads: scores, ablation";
-    info.draws = true, info.default_heads = 4;
+    info.name = "25_poem_heads", info.draws = true, info.default_heads = 4;
+    info.summary = "the poem model's heads: scores, ablation";
     info.default_batch = 1, info.default_time = 64, info.default_d_model = 128;
     info.fixed_sizes = true, info.sizes_from = "data/tang";
-    info.flags_fit = [](const lesson::Options& o) {  // a bad checkpoint: one line, exit 2
-        return lesson::checkpoint_refused(lesson::model_of(o), lesson::corpus_of(o));
-    };
+    info.flags_fit = lesson::model_dir_refused;  // a bad checkpoint: one line, exit 2
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed;
         const std::string corpus = lesson::corpus_of(L.opt);
-        if (!std::filesystem::exists(corpus))
-            return std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str()), 77;
+        if (lesson::corpus_missing(corpus)) return 77;  // "skipped: needs ..."
         L.section("1. The model and the held-out poems");
         const mha::PoemCheckpoint c = mha::load_poem_checkpoint(lesson::model_of(L.opt));
         const mha::Vocab& v = c.vocab;
@@ -52,8 +48,7 @@ int main(int argc, char** argv) {
         SHOWN(L, const auto score = mha::mean_head_patterns(c.model, v, held, even));
         L.code("w = model.layers[l].self_attn(x, x, x, need_weights=True)[1]");  // [L][H]
         const auto get = [](const mha::HeadPatterns& p, std::size_t k) {
-            return k == 0 ? p.previous : k == 1 ? p.partner
-                   : k == 2 ? p.last_mark : p.start;
+            return k < 2 ? (k ? p.partner : p.previous) : k == 2 ? p.last_mark : p.start;
         };
         const char* names[4] = {"previous", "partner", "last-mark", "start"};
         std::printf("layer head   previous  partner  last-mark   start\n");
@@ -70,10 +65,13 @@ int main(int argc, char** argv) {
             }
         std::printf("uniform    %10.3f %8.3f %10.3f %7.3f\n", even.previous, even.partner,
                     even.last_mark, even.start);
-        for (std::size_t k = 0; k < 4; ++k)
+        bool above = true;  // each best head looks at its thing more than a uniform one
+        for (std::size_t k = 0; k < 4; ++k) {
+            const auto [l, h] = best[k];
             std::printf("best %-9s: layer %zu head %zu, %.3f (uniform %.3f)\n", names[k],
-                        best[k].first, best[k].second,
-                        get(score[best[k].first][best[k].second], k), get(even, k));
+                        l, h, get(score[l][h], k), get(even, k));
+            above = above && get(score[l][h], k) > get(even, k);
+        }
 
         std::vector<std::string> shown;  // held-out poem 0's first 18 tokens
         for (std::size_t j = 0; j < 18 && j < held[0].size(); ++j) {
@@ -139,16 +137,11 @@ int main(int argc, char** argv) {
               (yes.empty() ? "none" : yes.substr(2)) + "; not for: " +
               (no.empty() ? "none" : no.substr(2)) + ". A head that looks at something "
               "is not always a head the model relies on.");
-        const std::size_t top =  // the named head that beats the most others
-            std::size_t(std::max_element(beats.begin(), beats.end()) - beats.begin());
-        bool above = true;  // each best head looks at its thing more than a uniform one
-        for (std::size_t k = 0; k < 4; ++k)
-            above = above && get(score[best[k].first][best[k].second], k) > get(even, k);
+        const auto top = std::max_element(beats.begin(), beats.end()) - beats.begin();
         const int rc = L.claim("each best head scores above a uniform head", above);
-        if (L.opt.tiny) {  // 8 windows: rises of a few hundredths are noise
-            std::printf("(at --tiny, 8 windows are too few to test it: run without)\n");
-            return rc;
-        }
+        if (L.opt.tiny)  // 8 windows: rises of a few hundredths are noise
+            return std::printf("(at --tiny, 8 windows are too few to test it: "
+                               "run without)\n"), rc;
         const std::size_t n = NL * H - 1;  // the other heads
         return rc | L.claim("a named head beats a random other more often than not: " +
                             std::string(names[top]) + ", " + std::to_string(beats[top]) +

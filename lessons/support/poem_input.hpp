@@ -93,6 +93,11 @@ inline void print_run(const mha::PoemCheckpoint& c, const std::string& from) {
 }
 
 #ifdef MHA_DATA_DIR
+/// Lesson 25's flags_fit: the checkpoint (--model DIR or data/tang) against the corpus.
+inline std::string model_dir_refused(const Options& o) {
+    return checkpoint_refused(model_of(o), corpus_of(o));
+}
+
 /// Lesson 24's flags_fit: its corpus, and the checkpoint unless it trains.
 inline std::string model_refused(const Options& o) {
     const std::string bad = corpus_refused(o, trains(o) ? o.time : 64);
