@@ -74,13 +74,12 @@ int main(int argc, char** argv) {
         }
 
         std::vector<std::string> shown;  // held-out poem 0's first 18 tokens
-        for (std::size_t j = 0; j < 18 && j < held[0].size(); ++j) {
-            const std::string& t = v.token(held[0][j]);
+        mha::Tokens x({1, std::min<std::size_t>(18, held[0].size())});  // [1, 18]
+        for (std::size_t j = 0; j < x.shape(1); ++j) {
+            const std::string& t = v.token(x(0, j) = held[0][j]);
             shown.push_back(t == "<poem>" ? "▸" : t == "\n" ? "↵" : t == "<unk>" ? "＊"
                                                                                 : t);
         }
-        mha::Tokens x({1, shown.size()});  // [1, 18]
-        for (std::size_t j = 0; j < shown.size(); ++j) x(0, j) = held[0][j];
         const mha::ModelTrace trace = mha::forward(c.model, x);
         for (const std::size_t k : {1, 2}) {  // a couplet's partner, the count of a line
             const auto [l, h] = best[k];
@@ -96,29 +95,30 @@ int main(int argc, char** argv) {
 
         L.section("5. Without the head: the loss where its pattern matters");
         L.say("without_head(m, l, h) zeroes the columns of w_o that read head h. "
-              "Counting places (last-mark, start) should matter on the marks and line "
-              "ends; which character comes (previous, partner), on the rest.");
-        const auto split = [&](const mha::LanguageModel& model) {
-            return mha::split_losses(mha::model_predictions(model, held), v);
+              "Counting places (last-mark, start) should matter on marks and line ends, "
+              "the previous character on the rest, a partner on a couplet's 2nd lines.");
+        const auto losses = [&](const mha::LanguageModel& model) -> std::vector<double> {
+            const auto p = mha::model_predictions(model, held);
+            const mha::LossSplit s = mha::split_losses(p, v);
+            return {s.marks, s.rest, mha::second_line_loss(p, held, v)};  // as where[]
         };
-        const mha::LossSplit base = split(c.model);
-        std::vector<std::vector<mha::LossSplit>> cut(NL);
+        const char* where[3] = {"marks, \\n", "the rest", "2nd lines"};
+        const std::vector<double> base = losses(c.model);
+        std::vector<std::vector<std::vector<double>>> cut(NL);
         for (std::size_t l = 0; l < NL; ++l)
             for (std::size_t h = 0; h < H; ++h) {  // every head zeroed in turn
-                SHOWN(L, cut[l].push_back(split(mha::without_head(c.model, l, h))));
+                SHOWN(L, cut[l].push_back(losses(mha::without_head(c.model, l, h))));
             }
         L.code("m.layers[l].self_attn.out_proj.weight.data[:, h * D:(h + 1) * D] = 0");
-        std::printf("the whole model: marks and \\n %.3f, the rest %.3f nats\nzeroed"
-                    "           on           rise  others: mean  median   it beats\n",
-                    base.marks, base.rest);
+        std::printf("the whole model: marks and \\n %.3f, the rest %.3f, 2nd lines %.3f "
+                    "nats\nzeroed           on           rise  others: mean  median   it "
+                    "beats\n", base[0], base[1], base[2]);
         std::vector<std::size_t> beats(4);  // how many of the other heads it out-rises
         std::string yes, no;  // the heads that beat a random other more often than not
         for (std::size_t k = 0; k < 4; ++k) {
             const auto [l, h] = best[k];
-            const bool marks = k >= 2;  // last-mark and start: on the marks
-            const auto rise = [&](std::size_t a, std::size_t b) {
-                return marks ? cut[a][b].marks - base.marks : cut[a][b].rest - base.rest;
-            };
+            const std::size_t at = k == 0 ? 1 : k == 1 ? 2 : 0;  // where[at], as said
+            const auto rise = [&](auto a, auto b) { return cut[a][b][at] - base[at]; };
             std::vector<double> others;  // the rise without each other head
             double mean = 0;
             for (std::size_t i = 0; i < NL * H; ++i)  // layer i / H, head i % H
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
                 beats[k] += rise(l, h) > o, mean += o / double(others.size());
             std::sort(others.begin(), others.end());
             std::printf("%-9s L%zu H%zu  %-9s %7.3f %13.3f %7.3f %6zu of %zu\n",
-                        names[k], l, h, marks ? "marks, \\n" : "the rest", rise(l, h),
+                        names[k], l, h, where[at], rise(l, h),
                         mean, others[others.size() / 2], beats[k], others.size());
             (2 * beats[k] > others.size() ? yes : no) += std::string(", ") + names[k];
         }
