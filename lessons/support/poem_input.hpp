@@ -1,5 +1,6 @@
 // What the poem lessons (23, 24 and 25) share and do not teach: where the corpus is,
-// and a bad corpus or checkpoint refused in one line before anything is printed.
+// the skip without it, a bad corpus or checkpoint refused in one line before anything
+// is printed, and lesson 24's summary of the model it trained or loaded.
 #pragma once
 #include <cmath>
 #include <cstdio>
@@ -101,8 +102,7 @@ inline std::string model_dir_refused(const Options& o) {
 /// Lesson 24's flags_fit: its corpus, and the checkpoint unless it trains.
 inline std::string model_refused(const Options& o) {
     const std::string bad = corpus_refused(o, trains(o) ? o.time : 64);
-    if (!bad.empty() || trains(o)) return bad;
-    return checkpoint_refused(model_of(o), corpus_of(o));
+    return !bad.empty() || trains(o) ? bad : model_dir_refused(o);
 }
 #endif
 
