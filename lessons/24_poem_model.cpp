@@ -6,7 +6,6 @@
 // heads. B windows, T_max positions, V tokens, E, H, L layers.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,9 +17,10 @@
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "24_poem_model", info.summary = "a model of Tang poems: loss, samples, form";
-    info.default_heads = 4, info.default_batch = 32, info.default_time = 64;
-    info.default_d_model = 128, info.tiny_batch = 8, info.tiny_time = 32, info.tiny_d_model = 32;
+    info.name = "24_poem_model", info.default_heads = 4, info.default_batch = 32;
+    info.summary = "a model of Tang poems: loss, samples, form";
+    info.default_time = 64, info.default_d_model = 128, info.tiny_batch = 8;
+    info.tiny_time = 32, info.tiny_d_model = 32;
     info.extra = {{"--steps", "N", "most training steps", 600, 10, 20000, true, 150},
                   {"--temperature", "X", "sampling temperature", 0.7, 0, 5, false},
                   {"--top-k", "K", "sample among the K likeliest", 10, 1, 100000, true}};
@@ -28,17 +28,12 @@ int main(int argc, char** argv) {
                  {"--corpus", "FILE", "poems in FILE, UTF-8, '%' or blank lines between"},
                  {"--save", "DIR", "write the trained model there (data/tang's format)"},
                  {"--model", "DIR", "load the model from DIR (default: data/tang)"}};
-    info.flags_fit = [](const lesson::Options& o) {  // bad input: one line, exit 2
-        const std::string bad = lesson::corpus_refused(o, lesson::trains(o) ? o.time : 64);
-        if (!bad.empty() || lesson::trains(o)) return bad;
-        return lesson::checkpoint_refused(lesson::model_of(o), lesson::corpus_of(o));
-    };
+    info.flags_fit = lesson::model_refused;  // a bad corpus or checkpoint: 1 line, exit 2
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed, lesson::model_of, lesson::trains;
         const std::string corpus = lesson::corpus_of(L.opt);
-        if (!std::filesystem::exists(corpus))
-            return std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str()), 77;
-        const mha::PoemSplit s = mha::split_poems(mha::read_poems(corpus));  // lesson 23's
+        if (lesson::corpus_missing(corpus)) return 77;  // "skipped: needs ..."
+        const mha::PoemSplit s = mha::split_poems(mha::read_poems(corpus));  // lesson 23
         const mha::Vocab v = mha::build_vocab(s.train);
         const std::vector<std::int32_t> ids = mha::poem_ids(s.train, v);
         const std::size_t T = trains(L.opt) ? L.opt.time : 64;
@@ -47,37 +42,28 @@ int main(int argc, char** argv) {
         const mha::Ngrams g = mha::fit_ngrams(ids, v.size(), val);
 
         L.section("1. Lesson 20's model, trained with Adam, stopped by validation");
-        mha::PoemCheckpoint c{mha::make_language_model({3, 1, 2, 1, 1, 1}, 0), v,
-                              {}, 0, 0, {}};  // a placeholder until trained or loaded
+        mha::PoemCheckpoint c{{}, v, {}, 0, 0, {}};  // trained or loaded below
         if (trains(L.opt)) {
             const std::size_t E = L.opt.d_model, layers = L.opt.tiny ? 2 : 4;
-            c.training.model = {v.size(), T, E, L.opt.heads, 4 * E, layers};
-            c.training.batch = L.opt.batch, c.training.steps = int(L.opt.extra.at("--steps"));
-            c.training.seed = 34 + L.opt.seed, c.training.lr = L.opt.tiny ? 3e-3f : 1e-3f;
-            mha::Progress bar(c.training.steps, double(L.opt.batch * T),
-                              mha::stderr_if_terminal());
-            const mha::PoemRun run = mha::train_poems(c.training, ids, val, 0,
+            mha::PoemTraining& t = c.training;  // Adam, lr warm-up and cosine decay
+            t.model = {v.size(), T, E, L.opt.heads, 4 * E, layers};
+            t.batch = L.opt.batch, t.steps = int(L.opt.extra.at("--steps"));
+            t.seed = 34 + L.opt.seed, t.lr = L.opt.tiny ? 3e-3f : 1e-3f;
+            mha::Progress bar(t.steps, double(t.batch * T), mha::stderr_if_terminal());
+            const mha::PoemRun run = mha::train_poems(t, ids, val, 0,
                 [&](const mha::TrainLogRow& r) { bar.update(r.step, r.train_loss); });
             SHOWN(L, c.model = run.best);  // the step of lowest validation loss
             c.best_step = run.best_step, c.best_val = run.best_val, c.log = run.log;
-            if (L.opt.text.count("--save")) mha::save_poem_checkpoint(c, L.opt.text.at("--save"));
+            if (L.opt.text.count("--save"))
+                mha::save_poem_checkpoint(c, L.opt.text.at("--save"));
             L.code("model = LanguageModel(V, T_max, E, H, F, L)  # + early stopping");
         } else {
-            SHOWN(L, c = mha::load_poem_checkpoint(model_of(L.opt)));  // its vocabulary: v
+            SHOWN(L, c = mha::load_poem_checkpoint(model_of(L.opt)));  // vocabulary v
             L.code("model.load_state_dict(...)  # the .npy files of data/tang");
         }
         const mha::ModelConfig m = c.model.config();
-        const std::string from = trains(L.opt) ? "trained here"
-                                 : L.opt.text.count("--model") ? model_of(L.opt) : "data/tang";
-        std::printf("%s: E %zu, H %zu, L %zu, F %zu, T_max %zu, %zu parameters\nstep  "
-                    "train loss  validation loss\n", from.c_str(), m.embed_dim, m.num_heads,
-                    m.layers, m.hidden, m.max_len, mha::parameter_count(c.model));
-        const int every = c.training.eval_every * int(c.log.size() / 200 + 1);  // 8 rows
-        for (const mha::TrainLogRow& r : c.log)
-            if (!std::isnan(r.val_loss) && r.step % every == 0)
-                std::printf("%4d  %10.3f  %15.3f\n", r.step, r.train_loss, r.val_loss);
-        std::printf("stopped after %zu steps; kept step %d (validation %.3f)\n",
-                    c.log.size(), c.best_step, c.best_val);
+        const auto dir = L.opt.text.count("--model") ? model_of(L.opt) : "data/tang";
+        lesson::print_run(c, trains(L.opt) ? "trained here" : dir);  // sizes, 8 log rows
 
         L.section("2. Loss on the held-out poems, nats per token");
         SHOWN(L, const auto predictions = mha::model_predictions(c.model, held));
@@ -91,20 +77,19 @@ int main(int argc, char** argv) {
                                       std::pair{"model", model}})
             std::printf("%-7s %6.3f %13.3f %15.3f %9.1f%%\n", name, r.all, r.marks,
                         r.rest, 100 * r.accuracy);
-        L.say("The baselines are lesson 23's (alpha " + fixed(g.alpha(), 0) + "). Where a "
-              "line ends takes a count of places, which no bigram has: see the marks.");
+        L.say("The baselines are lesson 23's (alpha " + fixed(g.alpha(), 0) + "). Where "
+              "a line ends takes a count of places, which no bigram has: see the marks.");
 
         L.section("3. Where the model is sure, and where not");
-        std::size_t sure = 0, sure_right = 0, unsure = 0;  // top p above 0.5; below 0.1
-        for (const mha::Prediction& q : predictions)
-            sure += q.confidence > 0.5, sure_right += q.confidence > 0.5 && q.correct,
-                unsure += q.confidence < 0.1;
+        std::size_t sure = 0, sure_right = 0, unsure = 0, lines = 0;  // p > 0.5; p < 0.1
         std::string text, digits;  // held-out poem 0, p(the right token) in tenths
-        for (std::size_t j = 0, lines = 0; lines < 3 && j < predictions.size(); ++j) {
-            const std::string& t = v.token(predictions[j].target);
+        for (const mha::Prediction& q : predictions) {
+            sure += q.confidence > 0.5, sure_right += q.confidence > 0.5 && q.correct;
+            unsure += q.confidence < 0.1;
+            const std::string& t = v.token(q.target);
+            if (lines == 3) continue;  // the first 3 lines only
             text += t == "\n" ? "| " : t == "<unk>" ? "＊" : t.size() == 1 ? t + " " : t;
-            const double p = std::exp(-predictions[j].loss);  // p(the right token)
-            digits += std::to_string(std::min(9, int(10 * p))) + " ";
+            digits += std::to_string(std::min(9, int(10 * std::exp(-q.loss)))) + " ";
             if (t == "\n") std::printf("%s\n%s\n", text.c_str(), digits.c_str()),
                            text = digits = "", ++lines;
         }
@@ -119,24 +104,23 @@ int main(int argc, char** argv) {
         for (const auto& p : s.train) training.insert(training.end(), p.begin(), p.end());
         const mha::NgramIndex seen(training, 4);  // its 4-character runs, counted once
         const auto score = [](double x) { return std::isnan(x) ? "-" : fixed(x); };
-        const auto row = [&](const std::string& how, const std::vector<mha::Poem>& poems) {
-            std::vector<std::string> text;  // the 32 poems one after another
-            for (const auto& p : poems) text.insert(text.end(), p.begin(), p.end());
-            std::string first;  // poem 0's first line
-            for (std::size_t j = 1; j < poems[0].size() && j < 16 && poems[0][j] != "\n"; ++j)
+        const auto row = [&](const std::string& how, const auto& poems) {  // 32 poems
+            std::vector<std::string> all;  // the poems one after another
+            for (const auto& p : poems) all.insert(all.end(), p.begin(), p.end());
+            std::string first;  // poem 0's first line, at most 15 tokens
+            for (auto j = 1u; j < 16 && j < poems[0].size() && poems[0][j] != "\n"; ++j)
                 first += poems[0][j];
-            const double f = mha::format_score(text);  // NaN: no line was finished
+            const double f = mha::format_score(all);  // NaN: no line was finished
             std::printf("%-18s %6s %7s %7zu   %s\n", how.c_str(), score(f).c_str(),
-                        score(mha::memorisation_score(text, seen)).c_str(),
-                        std::set<std::vector<std::string>>(poems.begin(), poems.end()).size(),
-                        first.c_str());
+                        score(mha::memorisation_score(all, seen)).c_str(),
+                        std::set(poems.begin(), poems.end()).size(), first.c_str());
             return f;
         };
         std::printf("32 poems from      format  copied  differ   poem 0's first line\n");
         mha::Rng rng(L.opt.seed + 5);  // every row draws from the same seed
         const double bigram_form =
             row("  the bigram", mha::bigram_poems(g, v, 32, m.max_len - 1, rng));
-        double form = 0, best = 0, greedy = 0;  // the flags' format, the best above 0, at 0
+        double form = 0, best = 0, greedy = 0;  // the flags', the best above t 0, at t 0
         for (const auto& [t, k] : std::set<std::pair<float, std::size_t>>{
                  {0.0f, K}, {0.4f, K}, {1.0f, K}, {temp, K}, {temp, 2}}) {
             rng = mha::Rng(L.opt.seed + 5);
@@ -149,8 +133,8 @@ int main(int argc, char** argv) {
         }
         L.code("idx = model.generate(idx, T_max - 1, temperature=t, top_k=k)");
         L.say("* the flags'. copied: the share of 4-character runs found in the training "
-              "poems. A model that had learned the form would score 0.9 or more: sampling "
-              "reaches " + score(best) + " at best here; greedy decoding (t 0) " +
+              "poems. A model that had learned the form would score 0.9 or more: "
+              "sampling reaches " + score(best) + " at best here; greedy (t 0) " +
               (std::isnan(greedy) ? "finishes no line" : score(greedy) + ", writing one "
               "poem 32 times") + ". Another --seed can move a row by a tenth.");
 

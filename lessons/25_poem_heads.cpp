@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -20,18 +19,15 @@
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "25_poem_heads", info.summary = "the poem model's heads: scores, ablation";
-    info.draws = true, info.default_heads = 4;
+    info.name = "25_poem_heads", info.draws = true, info.default_heads = 4;
+    info.summary = "the poem model's heads: scores, ablation";
     info.default_batch = 1, info.default_time = 64, info.default_d_model = 128;
     info.fixed_sizes = true, info.sizes_from = "data/tang";
-    info.flags_fit = [](const lesson::Options& o) {  // a bad checkpoint: one line, exit 2
-        return lesson::checkpoint_refused(lesson::model_of(o), lesson::corpus_of(o));
-    };
+    info.flags_fit = lesson::model_dir_refused;  // a bad checkpoint: one line, exit 2
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed;
         const std::string corpus = lesson::corpus_of(L.opt);
-        if (!std::filesystem::exists(corpus))
-            return std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str()), 77;
+        if (lesson::corpus_missing(corpus)) return 77;  // "skipped: needs ..."
         L.section("1. The model and the held-out poems");
         const mha::PoemCheckpoint c = mha::load_poem_checkpoint(lesson::model_of(L.opt));
         const mha::Vocab& v = c.vocab;
@@ -52,8 +48,7 @@ int main(int argc, char** argv) {
         SHOWN(L, const auto score = mha::mean_head_patterns(c.model, v, held, even));
         L.code("w = model.layers[l].self_attn(x, x, x, need_weights=True)[1]");  // [L][H]
         const auto get = [](const mha::HeadPatterns& p, std::size_t k) {
-            return k == 0 ? p.previous : k == 1 ? p.partner
-                   : k == 2 ? p.last_mark : p.start;
+            return k < 2 ? (k ? p.partner : p.previous) : k == 2 ? p.last_mark : p.start;
         };
         const char* names[4] = {"previous", "partner", "last-mark", "start"};
         std::printf("layer head   previous  partner  last-mark   start\n");
@@ -70,19 +65,21 @@ int main(int argc, char** argv) {
             }
         std::printf("uniform    %10.3f %8.3f %10.3f %7.3f\n", even.previous, even.partner,
                     even.last_mark, even.start);
-        for (std::size_t k = 0; k < 4; ++k)
+        bool above = true;  // each best head looks at its thing more than a uniform one
+        for (std::size_t k = 0; k < 4; ++k) {
+            const auto [l, h] = best[k];
             std::printf("best %-9s: layer %zu head %zu, %.3f (uniform %.3f)\n", names[k],
-                        best[k].first, best[k].second,
-                        get(score[best[k].first][best[k].second], k), get(even, k));
+                        l, h, get(score[l][h], k), get(even, k));
+            above = above && get(score[l][h], k) > get(even, k);
+        }
 
         std::vector<std::string> shown;  // held-out poem 0's first 18 tokens
-        for (std::size_t j = 0; j < 18 && j < held[0].size(); ++j) {
-            const std::string& t = v.token(held[0][j]);
+        mha::Tokens x({1, std::min<std::size_t>(18, held[0].size())});  // [1, 18]
+        for (std::size_t j = 0; j < x.shape(1); ++j) {
+            const std::string& t = v.token(x(0, j) = held[0][j]);
             shown.push_back(t == "<poem>" ? "▸" : t == "\n" ? "↵" : t == "<unk>" ? "＊"
                                                                                 : t);
         }
-        mha::Tokens x({1, shown.size()});  // [1, 18]
-        for (std::size_t j = 0; j < shown.size(); ++j) x(0, j) = held[0][j];
         const mha::ModelTrace trace = mha::forward(c.model, x);
         for (const std::size_t k : {1, 2}) {  // a couplet's partner, the count of a line
             const auto [l, h] = best[k];
@@ -98,29 +95,30 @@ int main(int argc, char** argv) {
 
         L.section("5. Without the head: the loss where its pattern matters");
         L.say("without_head(m, l, h) zeroes the columns of w_o that read head h. "
-              "Counting places (last-mark, start) should matter on the marks and line "
-              "ends; which character comes (previous, partner), on the rest.");
-        const auto split = [&](const mha::LanguageModel& model) {
-            return mha::split_losses(mha::model_predictions(model, held), v);
+              "Counting places (last-mark, start) should matter on marks and line ends, "
+              "the previous character on the rest, a partner on a couplet's 2nd lines.");
+        const auto losses = [&](const mha::LanguageModel& model) -> std::vector<double> {
+            const auto p = mha::model_predictions(model, held);
+            const mha::LossSplit s = mha::split_losses(p, v);
+            return {s.marks, s.rest, mha::second_line_loss(p, held, v)};  // as where[]
         };
-        const mha::LossSplit base = split(c.model);
-        std::vector<std::vector<mha::LossSplit>> cut(NL);
+        const char* where[3] = {"marks, \\n", "the rest", "2nd lines"};
+        const std::vector<double> base = losses(c.model);
+        std::vector<std::vector<std::vector<double>>> cut(NL);
         for (std::size_t l = 0; l < NL; ++l)
             for (std::size_t h = 0; h < H; ++h) {  // every head zeroed in turn
-                SHOWN(L, cut[l].push_back(split(mha::without_head(c.model, l, h))));
+                SHOWN(L, cut[l].push_back(losses(mha::without_head(c.model, l, h))));
             }
         L.code("m.layers[l].self_attn.out_proj.weight.data[:, h * D:(h + 1) * D] = 0");
-        std::printf("the whole model: marks and \\n %.3f, the rest %.3f nats\nzeroed"
-                    "           on           rise  others: mean  median   it beats\n",
-                    base.marks, base.rest);
+        std::printf("the whole model: marks and \\n %.3f, the rest %.3f, 2nd lines %.3f "
+                    "nats\nzeroed           on           rise  others: mean  median   it "
+                    "beats\n", base[0], base[1], base[2]);
         std::vector<std::size_t> beats(4);  // how many of the other heads it out-rises
         std::string yes, no;  // the heads that beat a random other more often than not
         for (std::size_t k = 0; k < 4; ++k) {
             const auto [l, h] = best[k];
-            const bool marks = k >= 2;  // last-mark and start: on the marks
-            const auto rise = [&](std::size_t a, std::size_t b) {
-                return marks ? cut[a][b].marks - base.marks : cut[a][b].rest - base.rest;
-            };
+            const std::size_t at = k == 0 ? 1 : k == 1 ? 2 : 0;  // where[at], as said
+            const auto rise = [&](auto a, auto b) { return cut[a][b][at] - base[at]; };
             std::vector<double> others;  // the rise without each other head
             double mean = 0;
             for (std::size_t i = 0; i < NL * H; ++i)  // layer i / H, head i % H
@@ -129,7 +127,7 @@ int main(int argc, char** argv) {
                 beats[k] += rise(l, h) > o, mean += o / double(others.size());
             std::sort(others.begin(), others.end());
             std::printf("%-9s L%zu H%zu  %-9s %7.3f %13.3f %7.3f %6zu of %zu\n",
-                        names[k], l, h, marks ? "marks, \\n" : "the rest", rise(l, h),
+                        names[k], l, h, where[at], rise(l, h),
                         mean, others[others.size() / 2], beats[k], others.size());
             (2 * beats[k] > others.size() ? yes : no) += std::string(", ") + names[k];
         }
@@ -139,16 +137,11 @@ int main(int argc, char** argv) {
               (yes.empty() ? "none" : yes.substr(2)) + "; not for: " +
               (no.empty() ? "none" : no.substr(2)) + ". A head that looks at something "
               "is not always a head the model relies on.");
-        const std::size_t top =  // the named head that beats the most others
-            std::size_t(std::max_element(beats.begin(), beats.end()) - beats.begin());
-        bool above = true;  // each best head looks at its thing more than a uniform one
-        for (std::size_t k = 0; k < 4; ++k)
-            above = above && get(score[best[k].first][best[k].second], k) > get(even, k);
+        const auto top = std::max_element(beats.begin(), beats.end()) - beats.begin();
         const int rc = L.claim("each best head scores above a uniform head", above);
-        if (L.opt.tiny) {  // 8 windows: rises of a few hundredths are noise
-            std::printf("(at --tiny, 8 windows are too few to test it: run without)\n");
-            return rc;
-        }
+        if (L.opt.tiny)  // 8 windows: rises of a few hundredths are noise
+            return std::printf("(at --tiny, 8 windows are too few to test it: "
+                               "run without)\n"), rc;
         const std::size_t n = NL * H - 1;  // the other heads
         return rc | L.claim("a named head beats a random other more often than not: " +
                             std::string(names[top]) + ", " + std::to_string(beats[top]) +

@@ -1,6 +1,9 @@
 // What the poem lessons (23, 24 and 25) share and do not teach: where the corpus is,
-// and a bad corpus or checkpoint refused in one line before anything is printed.
+// the skip without it, a bad corpus or checkpoint refused in one line before anything
+// is printed, and lesson 24's summary of the model it trained or loaded.
 #pragma once
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -18,6 +21,14 @@ inline std::string corpus_of(const Options& o) {
     if (o.text.count("--corpus")) return o.text.at("--corpus");
     const char* instead = std::getenv("MHA_TANG300");
     return instead && *instead ? instead : "/usr/share/games/fortunes/tang300";
+}
+
+/// Whether @p corpus is missing (fortunes-zh not installed): then it says
+/// "skipped: needs ..." and the lesson exits 77, which its tests count as skipped.
+inline bool corpus_missing(const std::string& corpus) {
+    if (std::filesystem::exists(corpus)) return false;
+    std::printf("skipped: needs %s (fortunes-zh)\n", corpus.c_str());
+    return true;
 }
 
 /// "" when the corpus reads, splits and holds one window of @p window + 1
@@ -64,5 +75,35 @@ inline std::string model_of(const Options& o) {
 inline bool trains(const Options& o) {
     return o.text.count("--train") || o.text.count("--corpus") || o.tiny;
 }
+
+/// Lesson 24's model: where it comes from (@p from), its sizes, about 8 rows of its
+/// training log (step, train loss, validation loss), how many steps ran and the
+/// step whose weights were kept.
+inline void print_run(const mha::PoemCheckpoint& c, const std::string& from) {
+    const mha::ModelConfig m = c.model.config();
+    std::printf("%s: E %zu, H %zu, L %zu, F %zu, T_max %zu, %zu parameters\n",
+                from.c_str(), m.embed_dim, m.num_heads, m.layers, m.hidden, m.max_len,
+                mha::parameter_count(c.model));
+    std::printf("step  train loss  validation loss\n");
+    const int every = c.training.eval_every * int(c.log.size() / 200 + 1);  // 8 rows
+    for (const mha::TrainLogRow& r : c.log)
+        if (!std::isnan(r.val_loss) && r.step % every == 0)
+            std::printf("%4d  %10.3f  %15.3f\n", r.step, r.train_loss, r.val_loss);
+    std::printf("stopped after %zu steps; kept step %d (validation %.3f)\n", c.log.size(),
+                c.best_step, c.best_val);
+}
+
+#ifdef MHA_DATA_DIR
+/// Lesson 25's flags_fit: the checkpoint (--model DIR or data/tang) against the corpus.
+inline std::string model_dir_refused(const Options& o) {
+    return checkpoint_refused(model_of(o), corpus_of(o));
+}
+
+/// Lesson 24's flags_fit: its corpus, and the checkpoint unless it trains.
+inline std::string model_refused(const Options& o) {
+    const std::string bad = corpus_refused(o, trains(o) ? o.time : 64);
+    return !bad.empty() || trains(o) ? bad : model_dir_refused(o);
+}
+#endif
 
 }  // namespace lesson

@@ -223,6 +223,19 @@ TEST_CASE("split_losses: the marks and line ends apart from the rest with the ac
     CHECK(r.accuracy == doctest::Approx(0.5));
 }
 
+TEST_CASE("second_line_loss: the targets after an odd count of marks since a line began") {
+    const mha::Vocab v({"<unk>", "<poem>", "\n", "，", "。", "a", "b"});
+    // <poem> a ， b 。 \n a ， b 。: targets a ， b 。 \n a ， b 。 (losses 1 .. 9)
+    const std::vector<std::vector<std::int32_t>> w = {{1, 5, 3, 6, 4, 2}, {2, 5, 3, 6, 4}};
+    std::vector<mha::Prediction> p;
+    for (int i = 1; i <= 9; ++i) p.push_back({0, 0, double(i), false, 0.1});
+    // second lines: b and 。 of each couplet, targets 3, 4 and 8, 9
+    CHECK(mha::second_line_loss(p, w, v) == doctest::Approx((3.0 + 4 + 8 + 9) / 4));
+    p.pop_back();
+    CHECK_THROWS_AS(mha::second_line_loss(p, w, v), std::invalid_argument);
+    CHECK(std::isnan(mha::second_line_loss({p[0]}, {{1, 5}}, v)));  // a first line only
+}
+
 TEST_CASE("poem checkpoints: saved then loaded give the same model and vocabulary and training and log") {
     const std::vector<mha::Poem> p = toy_poems(20);
     const mha::PoemSplit s = mha::split_poems(p);

@@ -248,6 +248,24 @@ LossSplit split_losses(const std::vector<Prediction>& p, const Vocab& v) {
     return r;
 }
 
+double second_line_loss(const std::vector<Prediction>& p,
+                        const std::vector<std::vector<std::int32_t>>& windows, const Vocab& v) {
+    double sum = 0;
+    std::size_t i = 0, n = 0;  // p[i] predicts w[j + 1] from w[j]
+    for (const std::vector<std::int32_t>& w : windows) {
+        std::size_t marks = 0;  // since the line began
+        for (std::size_t j = 0; j + 1 < w.size(); ++j, ++i) {
+            const std::string& t = v.token(w[j]);
+            marks = t == Vocab::poem || t == Vocab::line_end ? 0 : marks + is_mark(t);
+            if (i < p.size() && marks % 2 == 1) sum += p[i].loss, ++n;
+        }
+    }
+    if (i != p.size())
+        throw std::invalid_argument("second_line_loss: " + std::to_string(p.size()) +
+                                    " predictions for " + std::to_string(i) + " targets");
+    return n ? sum / double(n) : std::nan("");
+}
+
 std::vector<std::vector<std::string>> sample_poems(const LanguageModel& m, const Vocab& v,
                                                    std::size_t n, const Sampling& s, Rng& rng) {
     const std::size_t t_max = m.pos_emb.vocab();

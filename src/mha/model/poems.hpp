@@ -219,6 +219,18 @@ struct LossSplit {
 /// @return  the means, the accuracy and the counts
 LossSplit split_losses(const std::vector<Prediction>& p, const Vocab& v);
 
+/// The mean loss over the targets of @p windows that lie in a couplet's second line:
+/// those after an odd number of marks since the line began (`<poem>` or "\n"), its
+/// closing mark included, e.g. 黃河入海流。 of 白日依山盡，黃河入海流。. Its length and
+/// its places are fixed by its partner, the first line, 6 or 8 tokens back.
+/// @param p       one prediction per target of @p windows, in order (model_predictions())
+/// @param windows from poem_windows()
+/// @param v       the vocabulary, to tell the marks
+/// @return        their mean loss, nats; NaN when no target lies in a second line
+/// @throws std::invalid_argument when p does not hold one prediction per target.
+double second_line_loss(const std::vector<Prediction>& p,
+                        const std::vector<std::vector<std::int32_t>>& windows, const Vocab& v);
+
 /// @p n poems written by the model through the KV cache (generate()), as one
 /// batch of n rows: each from `<poem>`, T_max - 1 tokens drawn, cut before a
 /// second `<poem>`.
