@@ -136,6 +136,23 @@ double attention_loss(const mha::Tensor4& q, const mha::Tensor4& k, const mha::T
     return loss;
 }
 
+// A module E wide, 2 query heads over 1 key/value head (Xavier, seed), and
+// query, key, value and g_out [1, T, E] of normals from Rng(seed + where),
+// with a NaN at (0, row, 3) of the query (where 0), key (1) or value (2).
+struct Spoiled {
+    mha::MultiHeadAttention m;
+    mha::Tensor3 query, key, value, g_out;  // [1, T, E]
+};
+Spoiled spoiled(std::size_t T, std::size_t E, std::uint64_t seed, int where, std::size_t row) {
+    mha::Rng rng(seed + where);
+    Spoiled s{mha::MultiHeadAttention(E, 2, 1, mha::Init::xavier(seed)),
+              mha::randn(1, T, E, rng), mha::randn(1, T, E, rng), mha::randn(1, T, E, rng),
+              mha::randn(1, T, E, rng)};  // in this order: braces go left to right
+    mha::Tensor3* tensors[] = {&s.query, &s.key, &s.value};
+    (*tensors[where])(0, row, 3) = NAN;
+    return s;
+}
+
 // One way to mask a case: a mask (nullptr: none), its fill, a score bias.
 struct Masking {
     const char* name;
@@ -221,13 +238,8 @@ TEST_CASE("backward_tiled: NaN where backward_stages puts NaN") {
     // skipped tiles would hide the NaN if they were skipped.
     for (int where = 0; where < 3; ++where) {
         CAPTURE(where);
-        mha::Rng rng(3720 + where);
-        const mha::MultiHeadAttention m(8, 2, 1, mha::Init::xavier(3720));
-        mha::Tensor3 query = mha::randn(1, 9, 8, rng), key = mha::randn(1, 9, 8, rng);
-        mha::Tensor3 value = mha::randn(1, 9, 8, rng);
-        const mha::Tensor3 g_out = mha::randn(1, 9, 8, rng);
-        mha::Tensor3* spoiled[] = {&query, &key, &value};
-        (*spoiled[where])(0, 6, 3) = NAN;
+        const auto [m, query, key, value, g_out] =
+            tiled_bwd::spoiled(9, 8, 3720, where, 6);
         const mha::Mask causal = mha::causal_mask(9, 9);
         const mha::AttentionGrads want =
             mha::backward_stages(m, query, key, value, g_out, &causal);
@@ -446,13 +458,8 @@ TEST_CASE("backward_self_attention from trace_no_weights(mha::causal), no [T, T]
 TEST_CASE("backward() from trace_no_weights(): NaN where backward_stages puts NaN") {
     for (int where = 0; where < 3; ++where) {
         CAPTURE(where);
-        mha::Rng rng(3770 + where);
-        const mha::MultiHeadAttention m(16, 2, 1, mha::Init::xavier(3770));
-        mha::Tensor3 query = mha::randn(1, 80, 16, rng), key = mha::randn(1, 80, 16, rng);
-        mha::Tensor3 value = mha::randn(1, 80, 16, rng);
-        const mha::Tensor3 g_out = mha::randn(1, 80, 16, rng);
-        mha::Tensor3* spoiled[] = {&query, &key, &value};
-        (*spoiled[where])(0, 70, 3) = NAN;  // in the second tile of 64
+        const auto [m, query, key, value, g_out] =
+            tiled_bwd::spoiled(80, 16, 3770, where, 70);  // in the second tile of 64
         const mha::Mask causal = mha::causal_mask(80, 80);
         const mha::AttentionGrads want =
             mha::backward_stages(m, query, key, value, g_out, &causal);
@@ -658,13 +665,8 @@ TEST_CASE("soft-capping in the engine: NaN where the teaching backward_tiled put
     // the tiles past the diagonal must not hide it (tanh(NaN) is NaN)
     for (int where = 0; where < 3; ++where) {
         CAPTURE(where);
-        mha::Rng rng(3850 + where);
-        const mha::MultiHeadAttention m(16, 2, 1, mha::Init::xavier(3850));
-        mha::Tensor3 query = mha::randn(1, 80, 16, rng), key = mha::randn(1, 80, 16, rng);
-        mha::Tensor3 value = mha::randn(1, 80, 16, rng);
-        const mha::Tensor3 g_out = mha::randn(1, 80, 16, rng);
-        mha::Tensor3* spoiled[] = {&query, &key, &value};
-        (*spoiled[where])(0, 70, 3) = NAN;
+        const auto [m, query, key, value, g_out] =
+            tiled_bwd::spoiled(80, 16, 3850, where, 70);
         const mha::Mask causal = mha::causal_mask(80, 80);
         const mha::AttentionGrads want =
             mha::backward_tiled(m, query, key, value, g_out, mha::causal_mod(), mha::kNegInf,
