@@ -19,17 +19,7 @@
 #include "mha/reference.hpp"
 #include "mha/scores.hpp"
 #include "mha/softmax.hpp"
-
-namespace {
-
-// A [B, H, T, D] tensor of unit normals.
-mha::Tensor4 randn4(std::size_t B, std::size_t H, std::size_t T, std::size_t D, mha::Rng& rng) {
-    mha::Tensor4 x({B, H, T, D});
-    for (float& v : x) v = rng.normal();
-    return x;
-}
-
-}  // namespace
+#include "oracle_case.hpp"
 
 TEST_CASE("take_block: the running max and sum of [1, 2 | 3, 4], by hand") {
     const float row[4] = {1, 2, 3, 4};
@@ -100,9 +90,9 @@ TEST_CASE("tiled_attention equals scores -> mask -> softmax -> weights x V, and 
             CAPTURE(c.H); CAPTURE(c.H_kv); CAPTURE(c.Tq); CAPTURE(c.Tk);
             CAPTURE(c.bq); CAPTURE(c.bk); CAPTURE(masked);
             mha::Rng rng(++seed);
-            const mha::Tensor4 q = randn4(c.B, c.H, c.Tq, c.D, rng);
-            const mha::Tensor4 k = randn4(c.B, c.H_kv, c.Tk, c.D, rng);
-            const mha::Tensor4 v = randn4(c.B, c.H_kv, c.Tk, c.D, rng);
+            const mha::Tensor4 q = mha_test::randn4(c.B, c.H, c.Tq, c.D, rng);
+            const mha::Tensor4 k = mha_test::randn4(c.B, c.H_kv, c.Tk, c.D, rng);
+            const mha::Tensor4 v = mha_test::randn4(c.B, c.H_kv, c.Tk, c.D, rng);
             std::vector<std::size_t> lengths;  // sequence 0 all padding: rows fully masked
             for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + b % c.Tk);
             mha::Mask mask;
@@ -156,19 +146,13 @@ TEST_CASE("tiled_attention inside the module equals the plain-loop oracle, GQA a
 
 TEST_CASE("tiled_attention with a score_mod equals forward_stages with the same Mods" *
           doctest::test_suite("oracle")) {
-    struct Case {
-        std::size_t B, Tq, Tk, E, H, H_kv, bq, bk;
-    };
     // blocks that do not divide T, GQA, Tq != Tk both ways, one tile
-    const std::vector<Case> cases = {{1, 5, 5, 8, 2, 2, 4, 4},   {2, 9, 9, 16, 4, 2, 4, 4},
-                                     {1, 7, 3, 16, 4, 1, 2, 4},  {2, 6, 11, 12, 3, 3, 4, 5},
-                                     {1, 13, 13, 16, 4, 2, 64, 64}};
+    const std::vector<mha_test::Case> cases = {
+        {1, 5, 5, 8, 2, 2, 4, 4},  {2, 9, 9, 16, 4, 2, 4, 4},  {1, 7, 3, 16, 4, 1, 2, 4},
+        {2, 6, 11, 12, 3, 3, 4, 5}, {1, 13, 13, 16, 4, 2, 64, 64}};
     std::uint64_t seed = 1870;
-    for (const Case& c : cases) {
-        mha::Rng rng(++seed);
-        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
-        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
-        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
+    for (const mha_test::Case& c : cases) {
+        const auto [rng, m, query, kv, g_out] = mha_test::Setup(c, ++seed);
         struct Variant {
             const char* name;
             mha::ScoreMod score_mod;
@@ -201,8 +185,8 @@ TEST_CASE("tiled_attention with a score_mod equals forward_stages with the same 
 
 TEST_CASE("tiled_attention: the fill -1e10 gives what the stages give, uniform when all masked") {
     mha::Rng rng(181);
-    const mha::Tensor4 q = randn4(2, 2, 4, 4, rng), k = randn4(2, 2, 6, 4, rng),
-                       v = randn4(2, 2, 6, 4, rng);
+    const mha::Tensor4 q = mha_test::randn4(2, 2, 4, 4, rng), k = mha_test::randn4(2, 2, 6, 4, rng),
+                       v = mha_test::randn4(2, 2, 6, 4, rng);
     const mha::Mask pad = mha::padding_mask({0, 3}, 6);
     const mha::Tensor4 want =
         mha::attend(mha::softmax(mha::apply_mask(mha::scaled_scores(q, k), pad, -1e10f)), v);
@@ -212,12 +196,12 @@ TEST_CASE("tiled_attention: the fill -1e10 gives what the stages give, uniform w
 
 TEST_CASE("tiled_attention: shapes that do not fit, and block 0, are one line") {
     mha::Rng rng(182);
-    const mha::Tensor4 q = randn4(1, 4, 3, 8, rng), k = randn4(1, 3, 5, 8, rng);
+    const mha::Tensor4 q = mha_test::randn4(1, 4, 3, 8, rng), k = mha_test::randn4(1, 3, 5, 8, rng);
     CHECK_THROWS_WITH_AS(mha::tiled_attention(q, k, k, nullptr, mha::kNegInf, 2, 2),
                          "tiled_attention: q [1, 4, 3, 8], k [1, 3, 5, 8] and v [1, 3, 5, 8] "
                          "must be [B, H, Tq, D], [B, H_kv, Tk, D] twice, H_kv dividing H",
                          std::invalid_argument);
-    const mha::Tensor4 k2 = randn4(1, 2, 5, 8, rng);
+    const mha::Tensor4 k2 = mha_test::randn4(1, 2, 5, 8, rng);
     CHECK_THROWS_AS(mha::tiled_attention(q, k2, k2, nullptr, mha::kNegInf, 0, 2),
                     std::invalid_argument);
     const mha::Mask wrong = mha::causal_mask(5, 5);

@@ -23,17 +23,10 @@
 #include "mha/fast/backward.hpp"
 #include "mha/init.hpp"
 #include "mha/tiled_backward.hpp"
+#include "oracle_case.hpp"
 #include "worst.hpp"
 
 namespace tiled_bwd {
-
-// A [B, H, T, D] tensor of unit normals.
-mha::Tensor4 normals(std::size_t B, std::size_t H, std::size_t T, std::size_t D,
-                     mha::Rng& rng) {
-    mha::Tensor4 x({B, H, T, D});
-    for (float& v : x) v = rng.normal();
-    return x;
-}
 
 // The worst |ours - want| / max |want| over the tensors of two gradients,
 // or a large number when NaN stands in different places. The key bias's
@@ -143,25 +136,70 @@ double attention_loss(const mha::Tensor4& q, const mha::Tensor4& k, const mha::T
     return loss;
 }
 
+// A module E wide, 2 query heads over 1 key/value head (Xavier, seed), and
+// query, key, value and g_out [1, T, E] of normals from Rng(seed + where),
+// with a NaN at (0, row, 3) of the query (where 0), key (1) or value (2).
+struct Spoiled {
+    mha::MultiHeadAttention m;
+    mha::Tensor3 query, key, value, g_out;  // [1, T, E]
+};
+Spoiled spoiled(std::size_t T, std::size_t E, std::uint64_t seed, int where, std::size_t row) {
+    mha::Rng rng(seed + where);
+    Spoiled s{mha::MultiHeadAttention(E, 2, 1, mha::Init::xavier(seed)),
+              mha::randn(1, T, E, rng), mha::randn(1, T, E, rng), mha::randn(1, T, E, rng),
+              mha::randn(1, T, E, rng)};  // in this order: braces go left to right
+    mha::Tensor3* tensors[] = {&s.query, &s.key, &s.value};
+    (*tensors[where])(0, row, 3) = NAN;
+    return s;
+}
+
+// One way to mask a case: a mask (nullptr: none), its fill, a score bias.
+struct Masking {
+    const char* name;
+    const mha::Mask* mask;
+    float fill;
+    const mha::Tensor4* bias;
+};
+
+// The maskings the engine's tiles are checked under, for one case: none,
+// causal, padding (sequence 0 all padding: rows that see nothing) under
+// both fills, a sliding window of 40, and causal with a score bias of
+// normals x 0.5 drawn from rng. list() points into it: it is not copied.
+struct Maskings {
+    Maskings(const mha_test::Case& c, mha::Rng& rng) : bias({1, c.H, c.Tq, c.Tk}) {
+        std::vector<std::size_t> lengths;  // sequence 0 all padding: rows that see nothing
+        for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + 67 * b % c.Tk);
+        for (float& x : bias) x = 0.5f * rng.normal();
+        causal = mha::causal_mask(c.Tq, c.Tk);
+        pad = mha::padding_mask(lengths, c.Tk);
+        window = mha::mask_of(mha::sliding_window(40), c.B, c.H, c.Tq, c.Tk);
+    }
+    Maskings(const Maskings&) = delete;
+    Maskings& operator=(const Maskings&) = delete;
+    std::vector<Masking> list() const {
+        return {{"none", nullptr, mha::kNegInf, nullptr},
+                {"causal", &causal, mha::kNegInf, nullptr},
+                {"padding", &pad, mha::kNegInf, nullptr},
+                {"padding, fill -1e10", &pad, -1e10f, nullptr},
+                {"sliding window 40", &window, mha::kNegInf, nullptr},
+                {"causal + score bias", &causal, mha::kNegInf, &bias}};
+    }
+    mha::Tensor4 bias;  // [1, H, Tq, Tk]
+    mha::Mask causal, pad, window;
+};
+
 }  // namespace tiled_bwd
 
 TEST_CASE("backward_tiled equals backward_stages: tile edges, masks, GQA, Tq != Tk" *
           doctest::test_suite("oracle")) {
-    struct Case {
-        std::size_t B, Tq, Tk, E, H, H_kv, bq, bk;
-    };
     // blocks of 4 against T = 3, 4, 5, 8, 9; one tile; Bq != Bk; T = 1
-    const std::vector<Case> cases = {
+    const std::vector<mha_test::Case> cases = {
         {1, 4, 4, 8, 2, 2, 4, 4},   {2, 5, 5, 8, 2, 1, 4, 4},   {1, 9, 9, 16, 4, 2, 4, 4},
         {2, 8, 3, 8, 2, 2, 4, 4},   {1, 3, 9, 16, 4, 1, 2, 4},  {2, 7, 7, 16, 4, 4, 3, 5},
         {1, 1, 1, 8, 2, 2, 4, 4},   {2, 6, 11, 12, 3, 3, 64, 64}};
     std::uint64_t seed = 3700;
-    for (const Case& c : cases) {
-        mha::Rng rng(++seed);
-        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
-        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
-        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
-        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
+    for (const mha_test::Case& c : cases) {
+        const auto [rng, m, query, kv, g_out] = mha_test::Setup(c, ++seed);
         std::vector<std::size_t> lengths;  // sequence 0 all padding: rows that see nothing
         for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + b % c.Tk);
         const std::vector<std::pair<std::string, mha::MaskMod>> masks = {
@@ -200,13 +238,8 @@ TEST_CASE("backward_tiled: NaN where backward_stages puts NaN") {
     // skipped tiles would hide the NaN if they were skipped.
     for (int where = 0; where < 3; ++where) {
         CAPTURE(where);
-        mha::Rng rng(3720 + where);
-        const mha::MultiHeadAttention m(8, 2, 1, mha::Init::xavier(3720));
-        mha::Tensor3 query = mha::randn(1, 9, 8, rng), key = mha::randn(1, 9, 8, rng);
-        mha::Tensor3 value = mha::randn(1, 9, 8, rng);
-        const mha::Tensor3 g_out = mha::randn(1, 9, 8, rng);
-        mha::Tensor3* spoiled[] = {&query, &key, &value};
-        (*spoiled[where])(0, 6, 3) = NAN;
+        const auto [m, query, key, value, g_out] =
+            tiled_bwd::spoiled(9, 8, 3720, where, 6);
         const mha::Mask causal = mha::causal_mask(9, 9);
         const mha::AttentionGrads want =
             mha::backward_stages(m, query, key, value, g_out, &causal);
@@ -228,10 +261,10 @@ TEST_CASE("tiled_attention_backward against central finite differences in double
     for (const mha::MaskMod& mask_mod : {mha::MaskMod{}, mod}) {
         CAPTURE(bool(mask_mod));
         mha::Rng rng(3730);
-        mha::Tensor4 q = tiled_bwd::normals(B, H, Tq, D, rng);
-        mha::Tensor4 k = tiled_bwd::normals(B, H_kv, Tk, D, rng);
-        mha::Tensor4 v = tiled_bwd::normals(B, H_kv, Tk, D, rng);
-        const mha::Tensor4 r = tiled_bwd::normals(B, H, Tq, D, rng);  // dL/dO
+        mha::Tensor4 q = mha_test::randn4(B, H, Tq, D, rng);
+        mha::Tensor4 k = mha_test::randn4(B, H_kv, Tk, D, rng);
+        mha::Tensor4 v = mha_test::randn4(B, H_kv, Tk, D, rng);
+        const mha::Tensor4 r = mha_test::randn4(B, H, Tq, D, rng);  // dL/dO
         const mha::TiledAttention f = mha::tiled_attention(q, k, v, mask_mod, mha::kNegInf, 2, 3);
         const mha::TiledGrads g = mha::tiled_attention_backward(
             q, k, v, f.context, r, f.lse, mask_mod, mha::kNegInf, 2, 3);
@@ -280,10 +313,10 @@ TEST_CASE("tiled_attention_backward with ALiBi and soft-capping against finite d
             for (const mha::MaskMod& mask_mod : {mha::MaskMod{}, mha::causal_mod()}) {
                 CAPTURE(Tq); CAPTURE(Tk); CAPTURE(var.name); CAPTURE(bool(mask_mod));
                 mha::Rng rng(3735 + Tq);
-                mha::Tensor4 q = tiled_bwd::normals(B, H, Tq, D, rng);
-                mha::Tensor4 k = tiled_bwd::normals(B, H_kv, Tk, D, rng);
-                mha::Tensor4 v = tiled_bwd::normals(B, H_kv, Tk, D, rng);
-                const mha::Tensor4 r = tiled_bwd::normals(B, H, Tq, D, rng);  // dL/dO
+                mha::Tensor4 q = mha_test::randn4(B, H, Tq, D, rng);
+                mha::Tensor4 k = mha_test::randn4(B, H_kv, Tk, D, rng);
+                mha::Tensor4 v = mha_test::randn4(B, H_kv, Tk, D, rng);
+                const mha::Tensor4 r = mha_test::randn4(B, H, Tq, D, rng);  // dL/dO
                 const mha::TiledAttention f = mha::tiled_attention(
                     q, k, v, mask_mod, mha::kNegInf, 2, 3, var.pair.mod);
                 const mha::TiledGrads g = mha::tiled_attention_backward(
@@ -309,20 +342,13 @@ TEST_CASE("tiled_attention_backward with ALiBi and soft-capping against finite d
 
 TEST_CASE("backward_tiled with ALiBi equals backward_stages given ALiBi as a score bias" *
           doctest::test_suite("oracle")) {
-    struct Case {
-        std::size_t B, Tq, Tk, E, H, H_kv, bq, bk;
-    };
     // blocks of 4 against T = 5, 9; Tq != Tk both ways; blocks of 64 over 70
-    const std::vector<Case> cases = {{2, 5, 5, 8, 2, 1, 4, 4},  {1, 9, 9, 16, 4, 2, 4, 4},
-                                     {2, 8, 3, 8, 2, 2, 4, 4},  {1, 3, 9, 16, 4, 1, 2, 4},
-                                     {1, 70, 70, 16, 4, 2, 64, 64}};
+    const std::vector<mha_test::Case> cases = {
+        {2, 5, 5, 8, 2, 1, 4, 4}, {1, 9, 9, 16, 4, 2, 4, 4}, {2, 8, 3, 8, 2, 2, 4, 4},
+        {1, 3, 9, 16, 4, 1, 2, 4}, {1, 70, 70, 16, 4, 2, 64, 64}};
     std::uint64_t seed = 3780;
-    for (const Case& c : cases) {
-        mha::Rng rng(++seed);
-        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
-        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
-        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
-        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
+    for (const mha_test::Case& c : cases) {
+        const auto [rng, m, query, kv, g_out] = mha_test::Setup(c, ++seed);
         // ALiBi written out: -m_h (i - j) for every (h, i, j)  [1, H, Tq, Tk]
         const mha::Tensor4 zeros = xt::zeros<float>({std::size_t(1), c.H, c.Tq, c.Tk});
         const mha::Tensor4 bias = mha::apply_score_mod(zeros, mha::alibi(c.H));
@@ -346,7 +372,7 @@ TEST_CASE("backward_tiled with ALiBi equals backward_stages given ALiBi as a sco
 
 TEST_CASE("tiled_attention_backward: a score_mod without its derivative is one line") {
     mha::Rng rng(3790);
-    const mha::Tensor4 q = tiled_bwd::normals(1, 2, 3, 4, rng);
+    const mha::Tensor4 q = mha_test::randn4(1, 2, 3, 4, rng);
     const mha::Tensor3 lse = mha::Tensor3::from_shape({1, 2, 3});
     const mha::ScoreModGrad no_derivative{mha::softcap(1.0f), {}};
     CHECK_THROWS_WITH_AS(mha::tiled_attention_backward(q, q, q, q, q, lse, {}, mha::kNegInf,
@@ -364,8 +390,8 @@ TEST_CASE("tiled_attention_backward: a score_mod without its derivative is one l
 
 TEST_CASE("tiled_attention_backward: shapes that do not fit, and block 0, are one line") {
     mha::Rng rng(3740);
-    const mha::Tensor4 q = tiled_bwd::normals(1, 4, 3, 8, rng);
-    const mha::Tensor4 k = tiled_bwd::normals(1, 2, 5, 8, rng);
+    const mha::Tensor4 q = mha_test::randn4(1, 4, 3, 8, rng);
+    const mha::Tensor4 k = mha_test::randn4(1, 2, 5, 8, rng);
     const mha::Tensor3 lse = mha::Tensor3::from_shape({1, 4, 3});
     CHECK_NOTHROW(mha::tiled_attention_backward(q, k, k, q, q, lse, {}, mha::kNegInf, 2, 2));
     CHECK_THROWS_AS(mha::tiled_attention_backward(q, k, k, q, q, lse, {}, mha::kNegInf, 0, 2),
@@ -374,7 +400,7 @@ TEST_CASE("tiled_attention_backward: shapes that do not fit, and block 0, are on
     CHECK_THROWS_AS(
         mha::tiled_attention_backward(q, k, k, q, q, short_lse, {}, mha::kNegInf, 2, 2),
         std::invalid_argument);
-    const mha::Tensor4 k3 = tiled_bwd::normals(1, 3, 5, 8, rng);  // 3 does not divide 4
+    const mha::Tensor4 k3 = mha_test::randn4(1, 3, 5, 8, rng);  // 3 does not divide 4
     CHECK_THROWS_AS(mha::tiled_attention_backward(q, k3, k3, q, q, lse, {}, mha::kNegInf, 2, 2),
                     std::invalid_argument);
 }
@@ -384,39 +410,14 @@ TEST_CASE("tiled_attention_backward: shapes that do not fit, and block 0, are on
 // backward_tiled() on sizes across its 64-row and 64-key tiles.
 TEST_CASE("backward() from trace_no_weights() equals backward_stages and backward_tiled" *
           doctest::test_suite("oracle")) {
-    struct Case {
-        std::size_t B, Tq, Tk, E, H, H_kv;
-    };
-    const std::vector<Case> cases = {{2, 5, 5, 8, 2, 2},       {1, 64, 64, 16, 2, 1},
-                                     {1, 65, 130, 16, 4, 2},   {2, 129, 70, 32, 2, 2},
-                                     {1, 1, 1, 8, 2, 1},       {1, 200, 200, 32, 4, 1}};
+    const std::vector<mha_test::Case> cases = {{2, 5, 5, 8, 2, 2},       {1, 64, 64, 16, 2, 1},
+                                               {1, 65, 130, 16, 4, 2},   {2, 129, 70, 32, 2, 2},
+                                               {1, 1, 1, 8, 2, 1},       {1, 200, 200, 32, 4, 1}};
     std::uint64_t seed = 3750;
-    for (const Case& c : cases) {
-        mha::Rng rng(++seed);
-        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
-        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
-        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
-        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
-        std::vector<std::size_t> lengths;  // sequence 0 all padding: rows that see nothing
-        for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + 67 * b % c.Tk);
-        mha::Tensor4 bias({1, c.H, c.Tq, c.Tk});
-        for (float& x : bias) x = 0.5f * rng.normal();
-        const mha::Mask causal = mha::causal_mask(c.Tq, c.Tk);
-        const mha::Mask pad = mha::padding_mask(lengths, c.Tk);
-        const mha::Mask window = mha::mask_of(mha::sliding_window(40), c.B, c.H, c.Tq, c.Tk);
-        struct Masking {
-            const char* name;
-            const mha::Mask* mask;
-            float fill;
-            const mha::Tensor4* bias;
-        };
-        const Masking masks[] = {{"none", nullptr, mha::kNegInf, nullptr},
-                                 {"causal", &causal, mha::kNegInf, nullptr},
-                                 {"padding", &pad, mha::kNegInf, nullptr},
-                                 {"padding, fill -1e10", &pad, -1e10f, nullptr},
-                                 {"sliding window 40", &window, mha::kNegInf, nullptr},
-                                 {"causal + score bias", &causal, mha::kNegInf, &bias}};
-        for (const Masking& k : masks) {
+    for (const mha_test::Case& c : cases) {
+        auto [rng, m, query, kv, g_out] = mha_test::Setup(c, ++seed);
+        const tiled_bwd::Maskings masks(c, rng);  // the bias drawn from rng
+        for (const tiled_bwd::Masking& k : masks.list()) {
             CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H); CAPTURE(c.H_kv);
             CAPTURE(k.name);
             const mha::AttentionGrads want =
@@ -457,13 +458,8 @@ TEST_CASE("backward_self_attention from trace_no_weights(mha::causal), no [T, T]
 TEST_CASE("backward() from trace_no_weights(): NaN where backward_stages puts NaN") {
     for (int where = 0; where < 3; ++where) {
         CAPTURE(where);
-        mha::Rng rng(3770 + where);
-        const mha::MultiHeadAttention m(16, 2, 1, mha::Init::xavier(3770));
-        mha::Tensor3 query = mha::randn(1, 80, 16, rng), key = mha::randn(1, 80, 16, rng);
-        mha::Tensor3 value = mha::randn(1, 80, 16, rng);
-        const mha::Tensor3 g_out = mha::randn(1, 80, 16, rng);
-        mha::Tensor3* spoiled[] = {&query, &key, &value};
-        (*spoiled[where])(0, 70, 3) = NAN;  // in the second tile of 64
+        const auto [m, query, key, value, g_out] =
+            tiled_bwd::spoiled(80, 16, 3770, where, 70);  // in the second tile of 64
         const mha::Mask causal = mha::causal_mask(80, 80);
         const mha::AttentionGrads want =
             mha::backward_stages(m, query, key, value, g_out, &causal);
@@ -495,40 +491,15 @@ mha::AttentionGrads as_self(mha::AttentionGrads g) {
 
 TEST_CASE("the engine's tiles with soft-capping equal the stages and backward_tiled" *
           doctest::test_suite("oracle")) {
-    struct Case {
-        std::size_t B, Tq, Tk, E, H, H_kv;
-    };
-    const std::vector<Case> cases = {{2, 5, 5, 8, 2, 2},     {1, 65, 130, 16, 4, 2},
-                                     {2, 129, 70, 32, 2, 2}, {1, 1, 1, 8, 2, 1},
-                                     {2, 200, 200, 32, 4, 1}};
+    const std::vector<mha_test::Case> cases = {{2, 5, 5, 8, 2, 2},     {1, 65, 130, 16, 4, 2},
+                                               {2, 129, 70, 32, 2, 2}, {1, 1, 1, 8, 2, 1},
+                                               {2, 200, 200, 32, 4, 1}};
     const float C = 0.5f;  // the scores here are about N(0, 0.5): the cap bends them
     std::uint64_t seed = 3800;
-    for (const Case& c : cases) {
-        mha::Rng rng(++seed);
-        const mha::MultiHeadAttention m(c.E, c.H, c.H_kv, mha::Init::xavier(seed));
-        const mha::Tensor3 query = mha::randn(c.B, c.Tq, c.E, rng);
-        const mha::Tensor3 kv = mha::randn(c.B, c.Tk, c.E, rng);
-        const mha::Tensor3 g_out = mha::randn(c.B, c.Tq, c.E, rng);
-        std::vector<std::size_t> lengths;  // sequence 0 all padding: rows that see nothing
-        for (std::size_t b = 0; b < c.B; ++b) lengths.push_back(b == 0 ? 0 : 1 + 67 * b % c.Tk);
-        mha::Tensor4 bias({1, c.H, c.Tq, c.Tk});
-        for (float& x : bias) x = 0.5f * rng.normal();
-        const mha::Mask causal = mha::causal_mask(c.Tq, c.Tk);
-        const mha::Mask pad = mha::padding_mask(lengths, c.Tk);
-        const mha::Mask window = mha::mask_of(mha::sliding_window(40), c.B, c.H, c.Tq, c.Tk);
-        struct Masking {
-            const char* name;
-            const mha::Mask* mask;
-            float fill;
-            const mha::Tensor4* bias;
-        };
-        const Masking masks[] = {{"none", nullptr, mha::kNegInf, nullptr},
-                                 {"causal", &causal, mha::kNegInf, nullptr},
-                                 {"padding", &pad, mha::kNegInf, nullptr},
-                                 {"padding, fill -1e10", &pad, -1e10f, nullptr},
-                                 {"sliding window 40", &window, mha::kNegInf, nullptr},
-                                 {"causal + score bias", &causal, mha::kNegInf, &bias}};
-        for (const Masking& k : masks) {
+    for (const mha_test::Case& c : cases) {
+        auto [rng, m, query, kv, g_out] = mha_test::Setup(c, ++seed);
+        const tiled_bwd::Maskings masks(c, rng);  // the bias drawn from rng
+        for (const tiled_bwd::Masking& k : masks.list()) {
             CAPTURE(c.B); CAPTURE(c.Tq); CAPTURE(c.Tk); CAPTURE(c.H); CAPTURE(c.H_kv);
             CAPTURE(std::string(k.name));
             const mha::MaskMod mask_mod = k.mask ? mha::mask_mod_of(*k.mask) : mha::MaskMod{};
@@ -559,7 +530,7 @@ TEST_CASE("the engine's tiles with soft-capping equal the stages and backward_ti
             // the cap matters: without it in the backward, the gradients
             // differ (where scores have a gradient: more than one key, and
             // not a batch of one whose only sequence is all padding)
-            if (c.Tk > 1 && k.mask != &pad) {
+            if (c.Tk > 1 && k.mask != &masks.pad) {
                 const mha::AttentionGrads uncapped =
                     mha::backward(m, t, query, kv, kv, g_out, k.mask, k.fill, k.bias);
                 CHECK(tiled_bwd::worst_relative(uncapped, taught) > 1e-3);
@@ -694,13 +665,8 @@ TEST_CASE("soft-capping in the engine: NaN where the teaching backward_tiled put
     // the tiles past the diagonal must not hide it (tanh(NaN) is NaN)
     for (int where = 0; where < 3; ++where) {
         CAPTURE(where);
-        mha::Rng rng(3850 + where);
-        const mha::MultiHeadAttention m(16, 2, 1, mha::Init::xavier(3850));
-        mha::Tensor3 query = mha::randn(1, 80, 16, rng), key = mha::randn(1, 80, 16, rng);
-        mha::Tensor3 value = mha::randn(1, 80, 16, rng);
-        const mha::Tensor3 g_out = mha::randn(1, 80, 16, rng);
-        mha::Tensor3* spoiled[] = {&query, &key, &value};
-        (*spoiled[where])(0, 70, 3) = NAN;
+        const auto [m, query, key, value, g_out] =
+            tiled_bwd::spoiled(80, 16, 3850, where, 70);
         const mha::Mask causal = mha::causal_mask(80, 80);
         const mha::AttentionGrads want =
             mha::backward_tiled(m, query, key, value, g_out, mha::causal_mod(), mha::kNegInf,

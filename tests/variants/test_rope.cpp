@@ -18,14 +18,11 @@
 #include "mha/reference.hpp"
 #include "mha/scores.hpp"
 #include "mha/variants/rope.hpp"
+#include "../oracle_case.hpp"
 
 namespace {
 
-mha::Tensor4 randn4(std::size_t b, std::size_t h, std::size_t t, std::size_t d, mha::Rng& rng) {
-    mha::Tensor4 x({b, h, t, d});
-    for (float& v : x) v = rng.normal();
-    return x;
-}
+using mha_test::randn4;
 
 const mha::Rope kStyles[] = {{mha::RopeStyle::interleaved, 10000.0},
                              {mha::RopeStyle::half, 10000.0},
