@@ -26,12 +26,12 @@ namespace {
 
 // The attention of X, from the same scores, with the softmax over dim = -1
 // (right) and over dim = -2 (wrong): outputs [B, T, E], weights [B, H, T, T].
-// The wrong softmax's line goes to L for the next code() (SHOWN).
 struct Both {
     mha::Tensor3 right, wrong;
     mha::Tensor4 right_w, wrong_w;
 };
 
+// The wrong softmax's line goes to L, for the lesson's next code() (SHOWN).
 Both attention(lesson::Lesson& L, const mha::MultiHeadAttention& m, const mha::Tensor3& X,
                const mha::Mask& mask) {
     const std::size_t H = m.num_heads();
