@@ -20,16 +20,20 @@ using Strings = std::vector<std::string>;
 struct Lookup { mha::Tensor2 scores, weights, out; };  // [Tq, Tk], [Tq, Tk], [Tq, D]
 
 // Every query against every key at once: row i of q k^T holds q_i . k_j for each j.
-static Lookup attend(const mha::Tensor2& q, const mha::Tensor2& k, const mha::Tensor2& v) {
+// With print, each line goes out beside the article's PyTorch (section 2).
+static Lookup attend(lesson::Lesson& L, const mha::Tensor2& q, const mha::Tensor2& k,
+                     const mha::Tensor2& v, bool print = false) {
     Lookup a;
-    a.scores = xt::linalg::dot(q, xt::transpose(k));  // [Tq, D] x [D, Tk] -> [Tq, Tk]
+    SHOWN(L, a.scores = xt::linalg::dot(q, xt::transpose(k)));  // [Tq, D] x [D, Tk]
+    if (print) L.code("scores = q @ k.T  # 问他（key）哪些数据是跟我匹配的上的");
     a.weights = a.scores;
     for (std::size_t i = 0; i < q.shape(0); ++i) {  // each query's e^s / sum e^s
-        auto w = xt::row(a.weights, i);
-        w = xt::exp(w - xt::amax(w)());  // less the max only so that e^s cannot overflow
-        w /= xt::sum(w)();
+        auto w = xt::row(a.weights, i);  // less the max only so that e^s cannot overflow
+        SHOWN(L, w = xt::exp(w - xt::amax(w)()); w /= xt::sum(w)());
     }
-    a.out = xt::linalg::dot(a.weights, v);  // [Tq, Tk] x [Tk, D] -> [Tq, D]
+    if (print) L.code("weights = scores.softmax(-1)  # 匹配上之后，加权");
+    SHOWN(L, a.out = xt::linalg::dot(a.weights, v));  // [Tq, Tk] x [Tk, D] -> [Tq, D]
+    if (print) L.code("out = weights @ v  # key所对应的value值进行加权组合");
     return a;
 }
 
@@ -70,13 +74,7 @@ int main(int argc, char** argv) {
         const mha::Tensor2 keys = xt::view(x, xt::all(), xt::range(0, D));  // [T, D]
         mha::Tensor2 q = xt::zeros<float>({std::size_t(1), D});  // [1, D]: one question
         q(0, noun) = q(0, animal) = 1;  // what a kitten is: asked of what each word is
-        const Lookup one = attend(q, keys, keys);  // the values: what each word is, too
-        L.code("scores = q @ k.T  # 问他（key）哪些数据是跟我匹配的上的",
-               "a.scores = xt::linalg::dot(q, xt::transpose(k));");
-        L.code("weights = scores.softmax(-1)  # 匹配上之后，加权",
-               "w = xt::exp(w - xt::amax(w)()); w /= xt::sum(w)();");
-        L.code("out = weights @ v  # key所对应的value值进行加权组合",
-               "a.out = xt::linalg::dot(a.weights, v);");
+        const Lookup one = attend(L, q, keys, keys, true);  // values: what each word is
         L.table("out: a mix of what the words are", one.out, {{"out"}, what}, 3);
         L.say("A dictionary has no key 'kitten'; a soft lookup needs none. cat shares "
               "two features with a kitten's q (noun 1, animal 1), mat one: cat gets " +
@@ -86,7 +84,7 @@ int main(int argc, char** argv) {
         L.section("3. One key made to match better");
         mha::Tensor2 louder = keys;  // [T, D]
         xt::row(louder, 1) *= 2;     // cat's key says noun, animal twice as loud
-        const Lookup two = attend(q, louder, keys);
+        const Lookup two = attend(L, q, louder, keys);
         const mha::Tensor2 rows = xt::concatenate(  // [4, T]
             xt::xtuple(one.scores, one.weights, two.scores, two.weights));
         L.table("q against every key, before and after cat's key is doubled", rows,
@@ -102,7 +100,7 @@ int main(int argc, char** argv) {
         for (auto [kind, asks] : rule) xt::col(q0, asks) += 2 * xt::col(x, kind);
         const mha::Tensor2 where = xt::view(x, xt::all(), xt::range(D, E));  // [T, D]
         const mha::Tensor2 q1 = 4 * xt::eye<float>({T, D}, -1);  // [T, D]: i asks pos i-1
-        const Lookup h0 = attend(q0, keys, keys), h1 = attend(q1, where, keys);
+        const Lookup h0 = attend(L, q0, keys, keys), h1 = attend(L, q1, where, keys);
         mha::Tensor4 weights = xt::zeros<float>({std::size_t(1), std::size_t(2), T, T});
         for (int h = 0; h < 2; ++h) xt::view(weights, 0, h) = (h ? h1 : h0).weights;
         L.heads("what each word reads", "00_two_heads", weights, {words, words});

@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
         SHOWN(L, const mha::MultiHeadAttention m(E, H, mha::Init::xavier(seed)));
         L.step("wq.weight", "wq.weight", m.wq.weight, "E, E",
                "self.wq = nn.Linear(embed_dim, embed_dim)");
-        L.step("wq.bias", "wq.bias", m.wq.bias, "E", "(nn.Linear's own bias)", "m.wq.bias");
+        SHOWN(L, const mha::Tensor1& bias = m.wq.bias);  // [E]
+        L.step("wq.bias", "wq.bias", bias, "E", "(nn.Linear's own bias)");
         L.dump_layers(m);  // with --dump: the weights, for lessons/pytorch/
 
         const double bound = std::sqrt(6.0 / (E + E));

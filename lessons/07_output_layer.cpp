@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
         // 01-06 one call per line (src/mha/attention.cpp), every tensor kept.
         SHOWN(L, const mha::Stages stages = m.forward_stages(X, X, X, &causal));
         L.recap("v = split(w_v(X))", "v", stages.v, "B, H, T, D");
-        L.recap("weights = softmax(mask(q k^T / sqrt(D)))", "weights", stages.weights,
-                "B, H, Tq, Tk", "stages.weights");
+        SHOWN(L, const mha::Tensor4& weights = stages.weights);  // [B, H, Tq, Tk]
+        L.recap("weights = softmax(mask(q k^T / sqrt(D)))", "weights", weights,
+                "B, H, Tq, Tk");
         SHOWN(L, const mha::Tensor3& x = stages.context);  // merge(weights @ v)
         L.recap("x = merge(weights @ v)", "x", x, "B, T, E");
 
@@ -109,7 +110,8 @@ int main(int argc, char** argv) {
                       on_padding == 0.0);
 
         L.section("4. Cross-attention's output: a row per query");
-        L.step("(its output)", "cross.output", cross.output, "B, Tq, E", "", "cross.output");
+        SHOWN(L, const mha::Tensor3& y = cross.output);  // [B, Tq, E]
+        L.step("(its output)", "cross.output", y, "B, Tq, E", "");
         const mha::Stages cross_stages = m.forward_stages(dec, enc, enc, &pad);
         const double d_cross = mha::max_abs_diff(cross.output, cross_stages.output);
         rc |= L.claim("and forward equals forward_stages here too (max |diff| = " +

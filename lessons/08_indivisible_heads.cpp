@@ -52,13 +52,12 @@ int main(int argc, char** argv) {
         L.section("1. Ask the core for " + std::to_string(bad) + " heads");
         std::string message;
         try {
-            mha::MultiHeadAttention m(E, bad);
+            SHOWN(L, mha::MultiHeadAttention m(E, bad));
         } catch (const std::invalid_argument& e) {
             message = e.what();
         }
         L.code("MultiHeadAttention(embed_dim=" + std::to_string(E) +
-                   ", num_heads=" + std::to_string(bad) + ")",
-               "mha::MultiHeadAttention m(E, bad);");
+               ", num_heads=" + std::to_string(bad) + ")");
         L.say("The core says: " + message);
         std::string fit;
         for (std::size_t d : mha::divisors(E)) fit += (fit.empty() ? "" : ", ") + std::to_string(d);

@@ -28,17 +28,15 @@ template <class T> double norm(const T& g) {
     return std::sqrt(s);
 }
 
-// L = 0.5 |output - target|^2 averaged over the B*T tokens, so
-// dL/doutput = (output - target) / (B*T). One forward, kept for backward.
+// The gradients of the loss the lesson states: dL/doutput = (output - target) / (B*T).
 mha::AttentionGrads grads(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
                           const mha::Tensor3& target) {
-    const mha::ForwardTrace t = m.trace(X, X, X);
-    const mha::Tensor3 d_out = (t.output - target) / static_cast<float>(X.shape(0) * X.shape(1));
+    const mha::ForwardTrace t = m.trace(X, X, X);  // one forward, kept for the backward
+    const mha::Tensor3 d_out = (t.output - target) / float(X.shape(0) * X.shape(1));
     return mha::backward(m, t, X, X, X, d_out);
 }
 
-// " 0.1234 0.1234 ..." for the first heads (rows h*D .. of a wq / wk / wv
-// gradient), and the spread max/min - 1 over all (+inf at a norm 0 or not finite).
+// The first 6 heads' norms (rows h*D.. of g) as text; spread = max/min - 1 (inf at 0).
 std::string per_head(const mha::Tensor2& g, std::size_t H, std::size_t D, double& spread) {
     std::string s;
     double lo = INFINITY, hi = 0;
@@ -65,10 +63,9 @@ int main(int argc, char** argv) {
         const mha::Tensor3 target = mha::randn(B, T, E, rng);  // what to fit
         using lesson::fixed;
         int rc = 0;
-        L.say("Every step below: the loss L = 0.5 x the mean over the B T tokens of |output - "
-              "target|^2, with target a second randn(B, T, E) draw, so dL/doutput = (output - "
-              "target) / (B T); the gradients come from the hand-written backward; SGD then "
-              "takes w -= lr dL/dw.");
+        L.say("Each step: L = 0.5 x the mean over the B T tokens of |output - target|^2, "
+              "target: another randn(B, T, E); dL/doutput = (output - target) / (B T); "
+              "the hand-written backward gives the other gradients; SGD: w -= lr dL/dw.");
 
         L.section("1. The article's example: only wq.weight is zero");
         mha::MultiHeadAttention a(E, H, mha::Init::xavier(L.opt.seed));

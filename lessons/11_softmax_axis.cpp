@@ -31,7 +31,8 @@ struct Both {
     mha::Tensor4 right_w, wrong_w;
 };
 
-Both attention(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
+// The wrong softmax's line goes to L, for the lesson's next code() (SHOWN).
+Both attention(lesson::Lesson& L, const mha::MultiHeadAttention& m, const mha::Tensor3& X,
                const mha::Mask& mask) {
     const std::size_t H = m.num_heads();
     const mha::Tensor4 Q = mha::split_heads(mha::linear(X, m.wq), H);
@@ -42,8 +43,7 @@ Both attention(const mha::MultiHeadAttention& m, const mha::Tensor3& X,
     out.right_w = mha::softmax(S);
     // softmax(S, dim=-2): transpose, softmax along the rows, transpose back
     const mha::Tensor4 St = xt::transpose(S, {0, 1, 3, 2});
-    mha::Tensor4 W = xt::transpose(mha::softmax(St), {0, 1, 3, 2});
-    out.wrong_w = W;
+    SHOWN(L, out.wrong_w = xt::transpose(mha::softmax(St), {0, 1, 3, 2}));
     out.right = mha::linear(mha::merge_heads(mha::attend(out.right_w, V)), m.w_o);
     out.wrong = mha::linear(mha::merge_heads(mha::attend(out.wrong_w, V)), m.w_o);
     return out;
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
         const mha::Mask causal = mha::causal_mask(T, T);
 
         L.section("1. Rows or columns");
-        const Both base = attention(m, X, causal);
+        const Both base = attention(L, m, X, causal);
         const mha::Tensor4 &right_w = base.right_w, &wrong_w = base.wrong_w;
         const mha::Tensor3 &right = base.right, &wrong = base.wrong;
         // With --dump: sequence 0 of each, and the weights, for lessons/pytorch/
@@ -74,8 +74,7 @@ int main(int argc, char** argv) {
         L.dump("X0", seq0(X)), L.dump_layers(m), L.dump("right0", seq0(right));
         L.dump("right_w0", seq0(right_w)), L.dump("wrong_w0", seq0(wrong_w));
         L.dump("wrong0", seq0(wrong));
-        L.code("torch.softmax(score, dim=-2)",
-               "W = xt::transpose(mha::softmax(St), {0, 1, 3, 2});");
+        L.code("torch.softmax(score, dim=-2)");
         const std::size_t n = std::min<std::size_t>(T, 6);
         double worst_row[2] = {0, 0};  // max |row sum - 1|, dim=-1 and dim=-2
         for (int k = 0; k < 2; ++k) {
@@ -103,7 +102,7 @@ int main(int argc, char** argv) {
         // must not move: no query may see a later key.
         mha::Tensor3 X2 = X;
         for (std::size_t e = 0; e < E; ++e) X2(0, T - 1, e) += 1.0f;
-        const Both changed = attention(m, X2, causal);
+        const Both changed = attention(L, m, X2, causal);
         const mha::Tensor3 &right2 = changed.right, &wrong2 = changed.wrong;
         double leak_right = 0, leak_wrong = 0;
         for (std::size_t t = 0; t + 1 < T; ++t)

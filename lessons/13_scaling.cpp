@@ -24,19 +24,19 @@ struct Stats {
     double var = 0, entropy = 0, grad = 0;
 };
 
-// Scores s = factor * q k^T over n samples of [T, D]; their variance, the
-// mean entropy of the softmax rows, and the median over rows of |dL/ds| for
-// a unit-normal upstream gradient G [n, 1, T, T]: ds = P * (G - sum(P * G)).
+// Scores s = factor * q k^T over n samples of [T, D] (their line goes to L: SHOWN);
+// their variance, the mean entropy of the softmax rows, and the median over rows of
+// |dL/ds| for a unit-normal upstream gradient G [n, 1, T, T]: ds = P * (G - sum(P * G)).
 // The median, because a few rows with two close winners carry most of the gradient.
-Stats measure(const mha::Tensor4& q, const mha::Tensor4& k, double factor,
-              const mha::Tensor4& G) {
-    const double sqrt_d = std::sqrt(double(q.shape(3)));
-    const mha::Tensor4 s = mha::scaled_scores(q, k) * float(factor * sqrt_d);
+Stats measure(lesson::Lesson& L, const mha::Tensor4& q, const mha::Tensor4& k,
+              double factor, const mha::Tensor4& G) {
+    const double sqrt_d = std::sqrt(double(q.shape(3)));  // undoes scaled_scores()'s
+    SHOWN(L, const mha::Tensor4 s = mha::scaled_scores(q, k) * float(factor * sqrt_d));
     const mha::Tensor4 p = mha::softmax(s);
     const std::size_t T = s.shape(3), rows = s.size() / T;
     Stats st;
     double sum = 0, sq = 0;
-    std::vector<double> row_norms(rows);
+    std::vector<double> row_norms(rows);  // each row's |dL/ds|
     for (float x : s) sum += x, sq += double(x) * x;
     st.var = sq / s.size() - (sum / s.size()) * (sum / s.size());
     for (std::size_t r = 0; r < rows; ++r) {
@@ -68,8 +68,7 @@ int main(int argc, char** argv) {
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t T = L.opt.time, H = L.opt.heads;
         using lesson::fixed;
-        // Enough samples for about 65536 scores at any T, so the statistics
-        // hold at --tiny too.
+        // About 65536 scores at any T, so that the statistics hold at --tiny too.
         const std::size_t n = std::clamp<std::size_t>(65536 / (T * T), 4, 256);
         mha::Rng rng(L.opt.seed);
 
@@ -80,13 +79,9 @@ int main(int argc, char** argv) {
               "averaged (at most ln T = " + fixed(std::log(double(T)), 2) + "). Median "
               "|grad|: for an upstream gradient G of unit-normal numbers, the length of "
               "dL/ds = P (G - sum(P G)) in each row, the median over the rows.");
-        L.code("q @ k.transpose(-2, -1) * factor",
-               "mha::scaled_scores(q, k) * float(factor * sqrt_d)");
-        std::printf("%4s | %-23s | %-23s | %s\n", "D", "var(scores)", "entropy",
-                    "median |grad| through softmax");
-        std::printf("%4s | %7s %7s %7s | %7s %7s %7s | %8s %8s %8s\n", "", "sqrt(D)",
-                    "sqrt(E)", "none", "sqrt(D)", "sqrt(E)", "none", "sqrt(D)", "sqrt(E)",
-                    "none");
+        std::printf("%4s | %-23s | %-23s | %s\n     | %s | %s | %s\n", "D", "var(scores)",
+                    "entropy", "median |grad| through softmax", "sqrt(D) sqrt(E)    none",
+                    "sqrt(D) sqrt(E)    none", " sqrt(D)  sqrt(E)     none");
         Stats first[3], last[3];
         std::vector<double> dims;
         std::vector<lesson::svg::Series> var{{"sqrt(D)", {}}, {"sqrt(E)", {}}},
@@ -103,7 +98,7 @@ int main(int argc, char** argv) {
             for (int f = 0; f < 3; ++f) {
                 mha::Tensor4 G({n, 1, T, T});  // the upstream gradient
                 for (float& x : G) x = rng.normal();
-                st[f] = measure(q, k, factors[f], G);
+                st[f] = measure(L, q, k, factors[f], G);
                 L.dump(at + "G" + std::to_string(f), G);
                 L.dump(at + "stats" + std::to_string(f),  // var, entropy, median |grad|
                        mha::Tensor1{float(st[f].var), float(st[f].entropy), float(st[f].grad)});
@@ -119,6 +114,7 @@ int main(int argc, char** argv) {
             }
             dims.push_back(double(D));
         }
+        L.code("q @ k.transpose(-2, -1) * factor  # the scores of every cell above");
         L.plot("softmax entropy against D (at most ln T = " + fixed(std::log(double(T)), 2) +
                    ")", "entropy_by_d", "head size D", dims, ent, true);
         L.plot("var(scores) against D, scaled by sqrt(D) or sqrt(E)", "variance_by_d",

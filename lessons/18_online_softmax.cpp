@@ -48,7 +48,10 @@ int main(int argc, char** argv) {
         lesson::svg::Grid seen{"e^(s - m) / l so far", {}, {}, "not read yet"};  // per block
         for (std::size_t j0 = 0; j0 < n; j0 += block) {
             const float old = st.max;
-            mha::take_block(st, &s[j0], block);             // the new m, l
+            SHOWN(L, mha::take_block(st, &s[j0], block));  // the new m, l
+            if (j0 == 0)  // the first block's lines, beside the PyTorch
+                L.code("m_new = max(m, s_b.max()); "
+                       "l = l * exp(m - m_new) + exp(s_b - m_new).sum()");
             const double rescale = std::exp(old - st.max);  // old terms against the new m
             for (std::size_t d = 0; d < D; ++d) {
                 SHOWN(L, acc[d] *= rescale);
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
                     acc[d] += std::exp(s[c] - st.max) * v(c, d);
                 out[d] = acc[d] / st.sum;
             }
+            if (j0 == 0) L.code("acc = acc * exp(m - m_new) + exp(s_b - m_new) @ v_b");
             seen.value.emplace_back(n), seen.masked.emplace_back(n);
             for (std::size_t j = 0; j < n; ++j) {
                 seen.masked.back()[j] = j >= j0 + block;  // not read yet
@@ -69,9 +73,6 @@ int main(int argc, char** argv) {
         }
         L.figure("one row's weights as each block of 2 keys is read", "online_blocks", {seen},
                  false, "after block", "key");
-        L.code("m_new = max(m, s_b.max()); l = l * exp(m - m_new) + exp(s_b - m_new).sum()",
-               "mha::take_block(st, &s[j0], block);");
-        L.code("acc = acc * exp(m - m_new) + exp(s_b - m_new) @ v_b");
         std::vector<float> plain = s, online = s;
         mha::softmax_row(plain.data(), n);                // all 8 at once
         mha::online_softmax_row(online.data(), n, block);  // 2 at a time
@@ -102,14 +103,13 @@ int main(int argc, char** argv) {
         L.dump("k0", xt::view(k, xt::range(0, 1))), L.dump("fc_out.weight", m.w_o.weight);
         L.dump("v0", xt::view(vv, xt::range(0, 1))), L.dump("fc_out.bias", m.w_o.bias);
         const mha::Mask causal = mha::causal_mask(T, T);
-        const mha::TiledAttention t =
-            mha::tiled_attention(q, k, vv, &causal, mha::kNegInf, bq, bk);
+        SHOWN(L, const auto t =
+                     mha::tiled_attention(q, k, vv, &causal, mha::kNegInf, bq, bk));
         L.step("weights @ v, one [Bq, Bk] tile of scores at a time", "t.context", t.context,
-               "B, H, T, D", "",
-               "mha::tiled_attention(q, k, vv, &causal, mha::kNegInf, bq, bk)");
-        L.step("log-sum-exp per row, m + log(l)", "t.lse", t.lse, "B, H, T",
-               "torch.logsumexp(scores, dim=-1)  # a FlashAttention-2 backward keeps it",
-               "t.lse");
+               "B, H, T, D", "");
+        SHOWN(L, const mha::Tensor3& lse = t.lse);  // [B, H, T]
+        L.step("log-sum-exp per row, m + log(l)", "t.lse", lse, "B, H, T",
+               "torch.logsumexp(scores, dim=-1)  # a FlashAttention-2 backward keeps it");
 
         L.section("3. The output from the tiles, and the engine's");
         SHOWN(L, const mha::Tensor3 y = mha::linear(mha::merge_heads(t.context), m.w_o));

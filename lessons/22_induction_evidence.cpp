@@ -59,16 +59,19 @@ int main(int argc, char** argv) {
               "the head still computes its weights, but nothing it reads reaches the "
               "stream. If a head does the copying, the repeated half's loss must rise "
               "without it; if the picture misled us, it will not.");
-        L.code("m.layers[l].self_attn.out_proj.weight.data[:, h * D:(h + 1) * D] = 0",
-               "const auto s = mha::score_heads(mha::without_head(m, l, h), test).loss;");
-        std::printf("zeroed               loss: first repeated\n");
         mha::LanguageModel cut = m;  // without layer 1's heads of induction score >= 0.5
         std::string which;
         const std::size_t prev = mha::best_head(end.prev[0]);  // the previous-token head
         double without_prev = 0;  // the repeated half's loss without it
         for (std::size_t l = 0; l < 2; ++l)
             for (std::size_t h = 0; h < H; ++h) {
-                const auto s = mha::score_heads(mha::without_head(m, l, h), test).loss;
+                SHOWN(L, const auto s =
+                             mha::score_heads(mha::without_head(m, l, h), test).loss);
+                if (l == 0 && h == 0) {  // the code beside PyTorch's, the table's header
+                    L.code("m.layers[l].self_attn.out_proj.weight.data"
+                           "[:, h * D:(h + 1) * D] = 0");
+                    std::printf("zeroed               loss: first repeated\n");
+                }
                 std::printf("layer %zu head %zu %17.3f %8.3f\n", l, h, s.first,
                             s.repeated);
                 if (l == 0 && h == prev) without_prev = s.repeated;

@@ -7,10 +7,8 @@
 // the latent itself. RoPE has a key of its own so that the fold stays possible.
 // Mirrors: DeepSeek-V2's attention, kv_a_proj_with_mqa, kv_b_proj, q_a_proj, q_b_proj.
 //
-// B = batch, T = time, E = d_model, H = heads, D = E / H, d_c = latent, d_R = RoPE key,
-// d_cq = query latent.
+// B = batch, T = time, E = d_model, H = heads, D = E / H, d_c = latent, d_R = RoPE key.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -27,9 +25,8 @@
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "32_latent_attention";
+    info.name = "32_latent_attention", info.dump_mb = 204.7;
     info.summary = "multi-head latent attention: K and V from a small cached latent";
-    info.dump_mb = 204.7;
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
         using lesson::fixed, lesson::sci, mha::Tensor3, mha::Tensor4;
@@ -78,8 +75,8 @@ int main(int argc, char** argv) {
         SHOWN(L, const Tensor4 v = split_heads(linear_no_bias(c, m.w_uv), H));
         L.step("v = W_UV c_kv", "v", v, "B, H, T, D", "(kv_b_proj's second half)",
                lesson::Show::shape_only);
-        const std::array<std::size_t, 4> every_head{B, H, T, d_R};
-        SHOWN(L, const Tensor4 k = cat(k_c, Tensor4(xt::broadcast(k_r, every_head))));
+        SHOWN(L, const Tensor4 k =
+                     cat(k_c, Tensor4(xt::broadcast(k_r, {B, H, T, d_R}))));
         L.step("k = [k_c; k_r], k_r copied to every head", "k", k, "B, H, T, D+d_R",
                "k = torch.cat([k_nope, k_pe.expand(B, H, T, d_R)], dim=-1)");
 
@@ -112,7 +109,7 @@ int main(int argc, char** argv) {
         SHOWN(L, const Tensor4 s = mha::scaled_scores(q_abs, k_abs) * to_layer);
         L.step("scores against the cache itself", "s", s, "B, H, T, T",
                "s = (q_lat @ c_kv.mT + q_pe @ k_pe.mT) / math.sqrt(D + d_R)");
-        SHOWN(L, const Tensor4 w_lat = softmax(mha::apply_mask(s, causal)));
+        const Tensor4 w_lat = softmax(mha::apply_mask(s, causal));  // [B, H, T, T]
         const Tensor3 ctx_lat = mha::merge_heads(mha::attend(w_lat, c1));  // [B, T, H*d_c]
         SHOWN(L, const Tensor3 y_lat = linear_no_bias(ctx_lat, a.w_o_lat));
         L.step("y_lat = w_o_lat merge(w c_kv)", "y_lat", y_lat, "B, T, E",

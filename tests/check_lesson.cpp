@@ -19,7 +19,8 @@
 // appear in the output in that order, when a printed "C++    : " line is
 // not code of the --source file (compared with all whitespace removed,
 // against the file without its comments and string literals, so that the
-// printed string cannot vouch for itself; "C++ sketch: " lines are exempt),
+// printed string cannot vouch for itself; "C++ sketch: " lines are exempt)
+// or is also one of its string literals (C++ typed twice, not SHOWN()),
 // or when a relation line "  a = X against b = Y: ratio R, [not ]within P%"
 // has a ratio that is not X / Y or a verdict its numbers do not give, or
 // when a step "NAME.shape = [...]" of a --numbers NAME is missing or not
@@ -40,6 +41,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -82,6 +84,45 @@ std::string without_spaces(const std::string& s) {
     std::string out;
     for (char c : s)
         if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+    return out;
+}
+
+// The string literals of a C++ file, each without whitespace and a final ';',
+// adjacent ones ("a" "b") joined: a printed C++ line found among them was
+// typed a second time as a string, not handed over by SHOWN().
+std::set<std::string> literals_of(const std::string& src) {
+    std::set<std::string> out;
+    std::string lit;
+    bool open = false;  // a literal ended and only whitespace followed so far
+    const auto close = [&] {
+        if (!lit.empty() && lit.back() == ';') lit.pop_back();
+        if (open) out.insert(lit);
+        lit.clear(), open = false;
+    };
+    for (std::size_t i = 0; i < src.size(); ++i) {
+        const char c = src[i];
+        if (c == '/' && i + 1 < src.size() && src[i + 1] == '/') {
+            close();
+            i = src.find('\n', i);
+            if (i == std::string::npos) break;
+        } else if (c == '/' && i + 1 < src.size() && src[i + 1] == '*') {
+            close();
+            i = src.find("*/", i + 2);
+            if (i == std::string::npos) break;
+            ++i;
+        } else if (c == '"' || c == '\'') {
+            std::string text;
+            for (++i; i < src.size() && src[i] != c; ++i) {
+                if (src[i] == '\\') text += src[i++];
+                if (i < src.size()) text += src[i];
+            }
+            if (c == '"') lit += without_spaces(text), open = true;
+            else close();
+        } else if (!std::isspace(static_cast<unsigned char>(c))) {
+            close();
+        }
+    }
+    close();
     return out;
 }
 
@@ -232,8 +273,9 @@ int main(int argc, char** argv) {
     if (!source_file.empty()) {
         std::ifstream f(source_file);
         if (!f) return fail("cannot read " + source_file);
-        const std::string code =
-            code_only(std::string(std::istreambuf_iterator<char>(f), {}));
+        const std::string src(std::istreambuf_iterator<char>(f), {});
+        const std::string code = code_only(src);
+        const std::set<std::string> typed = literals_of(src);
         const std::string prefix = "    C++    : ";
         std::istringstream printed(out);
         std::size_t checked = 0;
@@ -247,6 +289,11 @@ int main(int argc, char** argv) {
                 return fail("the lesson prints 'C++    : " + shown + "' but " +
                             source_file + " has no such code (print it as "
                             "'C++ sketch: ' if it is not the lesson's own)");
+            }
+            if (typed.count(bare) != 0) {
+                return fail("the lesson prints 'C++    : " + shown + "' from a string "
+                            "literal of " + source_file + ": C++ typed a second time "
+                            "(run the statement with SHOWN() and print that)");
             }
             ++checked;
         }

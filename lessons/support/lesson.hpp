@@ -25,10 +25,12 @@
 ///            "self.softmax(score)");   // prints "C++    : const mha::Tensor4 W = e / sum;"
 ///
 /// It expands to two statements (the declaration must stay in the lesson's
-/// scope): write it on a line of its own, never as the body of an if.
-#define SHOWN(L, ...) \
-    __VA_ARGS__;      \
-    (L).shown(#__VA_ARGS__ ";")
+/// scope): write it on a line of its own, never as the body of an if. The
+/// text is handed over first, so a statement that throws (lesson 08's
+/// constructor, in a try) is still the one shown.
+#define SHOWN(L, ...)                   \
+    (L).shown(#__VA_ARGS__ ";");        \
+    __VA_ARGS__
 
 namespace lesson {
 
