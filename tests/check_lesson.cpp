@@ -14,7 +14,8 @@
 // when a section ("== title ==", from the blank line before it to the next
 // one, plus the row of --pause's prompt and the lines before the first
 // section, the title and sizes that --pause repeats on every screen) takes
-// more than R rows (default 30, a projector's screen), when a TEXT is not found in the output or a
+// more than R rows (default 30, a projector's screen; the lines "  wrote DIR/NAME.svg"
+// of --svg not counted), when a TEXT is not found in the output or a
 // --reject TEXT is, when the shape lines that FILE lists for NAME do not
 // appear in the output in that order, when a printed "C++    : " line is
 // not code of the --source file (compared with all whitespace removed,
@@ -183,18 +184,29 @@ int main(int argc, char** argv) {
         if (depth > 0) return fail("line " + std::to_string(n + 1) + " opens a '[' it does not "
                                    "close (a shape split across lines?): " + all[n]);
     }
-    std::vector<std::size_t> starts = {0};  // where each section's rows begin
-    for (std::size_t n = 1; n < all.size(); ++n)
-        if (all[n].rfind("== ", 0) == 0 && all[n - 1].empty()) starts.push_back(n - 1);
-    starts.push_back(all.size());
+    // The screens are those of a run without --svg: the lines naming the pictures
+    // written ("  wrote DIR/NAME.svg") are not counted.
+    std::vector<std::size_t> screen;  // the line numbers of the rows shown
+    for (std::size_t n = 0; n < all.size(); ++n) {
+        const std::string& l = all[n];
+        const bool wrote = l.rfind("  wrote ", 0) == 0 && l.size() > 12 &&
+                           l.compare(l.size() - 4, 4, ".svg") == 0;
+        if (!wrote) screen.push_back(n);
+    }
+    std::vector<std::size_t> starts = {0};  // where each section's rows begin, in screen
+    for (std::size_t n = 1; n < screen.size(); ++n)
+        if (all[screen[n]].rfind("== ", 0) == 0 && all[screen[n - 1]].empty())
+            starts.push_back(n - 1);
+    starts.push_back(screen.size());
     const std::size_t head = starts.size() > 2 ? starts[1] : 0;  // the title and sizes
     for (std::size_t k = starts.size() > 2 ? 1 : 0; k + 1 < starts.size(); ++k) {
         // + the prompt's row, + the title and sizes on top of the screen
         const std::size_t rows = starts[k + 1] - starts[k] + 1 + head;
         if (rows > static_cast<std::size_t>(max_rows)) {
-            return fail("the section from line " + std::to_string(starts[k] + 1) + " takes " +
-                        std::to_string(rows) + " rows (max " + std::to_string(max_rows) +
-                        "): " + (starts[k] + 1 < all.size() ? all[starts[k] + 1] : ""));
+            const std::size_t first = starts[k] + 1 < screen.size() ? screen[starts[k] + 1] : 0;
+            return fail("the section from line " + std::to_string(screen[starts[k]] + 1) +
+                        " takes " + std::to_string(rows) + " rows (max " +
+                        std::to_string(max_rows) + "): " + (first ? all[first] : ""));
         }
     }
     for (const std::string& name : numbers) {
