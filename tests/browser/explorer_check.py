@@ -6,8 +6,8 @@ and python3-selenium).
                                                      [--runs RUNS]
 
 Runs lessons 05, 16, 19 and 21 at --tiny with --dump (with --runs, reads what the
-suite's runs of them dumped instead: RUNS/dump_tiny, and RUNS/dump for lesson 19 at
-its default sizes; tests/CMakeLists.txt), puts their explorer.js data beside docs/explorer/ in WORK_DIR/site, opens the page in headless
+suite's --tiny runs of them dumped instead, RUNS/dump_tiny: tests/CMakeLists.txt),
+puts their explorer.js data beside docs/explorer/ in WORK_DIR/site, opens the page in headless
 Chromium and checks: no console errors; hovering head 0's cell (query 3,
 key 1) shows weights.npy[0, 0, 3, 1] to 4 digits; a masked cell says so;
 switching to head 1 shows head 1's cells only, whose values differ and
@@ -187,9 +187,6 @@ try:
     for lesson in ("05_softmax", "16_kv_cache", "19_heads_learn"):
         flags = [] if lesson == "19_heads_learn" else \
             ["--batch", "2", "--time", "12", "--d-model", "32", "--heads", "4"]
-        if runs and not flags:  # the suite's default run dumped it
-            joined.append((runs / "dump" / lesson / "explorer.js").read_text())
-            continue
         subprocess.run([str(build / "lessons" / lesson)] + flags +
                        ["--dump", str(work / "dump_middle")], check=True, capture_output=True)
         joined.append((work / "dump_middle" / lesson / "explorer.js").read_text())
