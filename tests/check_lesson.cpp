@@ -5,6 +5,7 @@
 //                [--stdin TEXT] [--save FILE]
 //                [--shapes FILE --lesson NAME] [--source FILE]
 //                -- PROGRAM [ARGS...]
+//   check_lesson [flags] --from FILE
 //
 // Fails (exit 1, with the reason) when the program's exit code is not N
 // (default 0; 77, a lesson skipped for want of its data, is passed on),
@@ -14,7 +15,8 @@
 // when a section ("== title ==", from the blank line before it to the next
 // one, plus the row of --pause's prompt and the lines before the first
 // section, the title and sizes that --pause repeats on every screen) takes
-// more than R rows (default 30, a projector's screen), when a TEXT is not found in the output or a
+// more than R rows (default 30, a projector's screen; the lines "  wrote DIR/NAME.svg"
+// of --svg not counted), when a TEXT is not found in the output or a
 // --reject TEXT is, when the shape lines that FILE lists for NAME do not
 // appear in the output in that order, when a printed "C++    : " line is
 // not code of the --source file (compared with all whitespace removed,
@@ -28,7 +30,8 @@
 // stdout and stderr are checked together; the program's stdin is --stdin's
 // TEXT (\n for newlines), or empty. --save FILE writes "exit N" and the
 // output to FILE before any check, for other tests to read (a run shared by
-// several checks: tests/exercises.cmake reads the lessons' runs).
+// several checks: tests/exercises.cmake reads the lessons' runs); --from FILE
+// checks such a saved run instead of running a program.
 #include <sys/wait.h>
 
 #include <unistd.h>
@@ -137,7 +140,7 @@ int main(int argc, char** argv) {
     int want_exit = 0, max_width = 90, max_rows = 30, max_lines = -1;
     std::vector<std::string> expects, rejects, numbers;
     std::string input;
-    std::string shapes_file, lesson, source_file, save_file, command;
+    std::string shapes_file, lesson, source_file, save_file, from_file, command;
     int i = 1;
     for (; i < argc && std::string(argv[i]) != "--"; ++i) {
         const std::string a = argv[i];
@@ -154,39 +157,55 @@ int main(int argc, char** argv) {
         else if (a == "--lesson") lesson = argv[++i];
         else if (a == "--source") source_file = argv[++i];
         else if (a == "--save") save_file = argv[++i];
+        else if (a == "--from") from_file = argv[++i];
         else return fail("unknown flag " + a);
     }
-    if (i + 1 >= argc) return fail("usage: check_lesson [flags] -- PROGRAM [ARGS]");
-    for (++i; i < argc; ++i) command += quote(argv[i]) + " ";
-    std::string text;  // --stdin's TEXT, with \n made newlines
-    for (std::size_t k = 0; k < input.size(); ++k) {
-        if (input[k] == '\\' && k + 1 < input.size() && input[k + 1] == 'n') text += '\n', ++k;
-        else text += input[k];
-    }
-    char stdin_file[] = "/tmp/check_lesson_stdin_XXXXXX";
-    const int fd = mkstemp(stdin_file);
-    if (fd < 0) return fail("cannot make a file for --stdin");
-    if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-        close(fd);
-        return fail("cannot write the file for --stdin");
-    }
-    close(fd);
-    command += "2>&1 <" + quote(stdin_file);
-
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return fail("cannot run " + command);
     std::string out;
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;)
-        out.append(buf, n);
-    const int status = pclose(pipe);
-    unlink(stdin_file);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-    std::fwrite(out.data(), 1, out.size(), stdout);  // for --output-on-failure
-    if (!save_file.empty()) {
-        std::ofstream saved(save_file, std::ios::binary);
-        saved << "exit " << code << '\n' << out;
-        if (!saved) return fail("cannot write --save " + save_file);
+    int code = 0;
+    if (!from_file.empty()) {
+        if (i < argc || !save_file.empty() || !input.empty())
+            return fail("--from FILE takes no program, --save or --stdin");
+        std::ifstream saved(from_file, std::ios::binary);
+        std::string head;
+        if (!std::getline(saved, head) || head.rfind("exit ", 0) != 0)
+            return fail("--from " + from_file + ": no saved run ('exit N' first)");
+        code = std::atoi(head.c_str() + 5);
+        out.assign(std::istreambuf_iterator<char>(saved), {});
+        std::fwrite(out.data(), 1, out.size(), stdout);  // for --output-on-failure
+    } else {
+        if (i + 1 >= argc) return fail("usage: check_lesson [flags] -- PROGRAM [ARGS]");
+        for (++i; i < argc; ++i) command += quote(argv[i]) + " ";
+        std::string text;  // --stdin's TEXT, with \n made newlines
+        for (std::size_t k = 0; k < input.size(); ++k) {
+            if (input[k] == '\\' && k + 1 < input.size() && input[k + 1] == 'n')
+                text += '\n', ++k;
+            else
+                text += input[k];
+        }
+        char stdin_file[] = "/tmp/check_lesson_stdin_XXXXXX";
+        const int fd = mkstemp(stdin_file);
+        if (fd < 0) return fail("cannot make a file for --stdin");
+        if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+            close(fd);
+            return fail("cannot write the file for --stdin");
+        }
+        close(fd);
+        command += "2>&1 <" + quote(stdin_file);
+
+        FILE* pipe = popen(command.c_str(), "r");
+        if (pipe == nullptr) return fail("cannot run " + command);
+        char buf[4096];
+        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;)
+            out.append(buf, n);
+        const int status = pclose(pipe);
+        unlink(stdin_file);
+        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        std::fwrite(out.data(), 1, out.size(), stdout);  // for --output-on-failure
+        if (!save_file.empty()) {
+            std::ofstream saved(save_file, std::ios::binary);
+            saved << "exit " << code << '\n' << out;
+            if (!saved) return fail("cannot write --save " + save_file);
+        }
     }
 
     if (code == 77 && want_exit != 77) return 77;  // skipped (it printed why)
@@ -224,18 +243,29 @@ int main(int argc, char** argv) {
         if (depth > 0) return fail("line " + std::to_string(n + 1) + " opens a '[' it does not "
                                    "close (a shape split across lines?): " + all[n]);
     }
-    std::vector<std::size_t> starts = {0};  // where each section's rows begin
-    for (std::size_t n = 1; n < all.size(); ++n)
-        if (all[n].rfind("== ", 0) == 0 && all[n - 1].empty()) starts.push_back(n - 1);
-    starts.push_back(all.size());
+    // The screens are those of a run without --svg: the lines naming the pictures
+    // written ("  wrote DIR/NAME.svg") are not counted.
+    std::vector<std::size_t> screen;  // the line numbers of the rows shown
+    for (std::size_t n = 0; n < all.size(); ++n) {
+        const std::string& l = all[n];
+        const bool wrote = l.rfind("  wrote ", 0) == 0 && l.size() > 12 &&
+                           l.compare(l.size() - 4, 4, ".svg") == 0;
+        if (!wrote) screen.push_back(n);
+    }
+    std::vector<std::size_t> starts = {0};  // where each section's rows begin, in screen
+    for (std::size_t n = 1; n < screen.size(); ++n)
+        if (all[screen[n]].rfind("== ", 0) == 0 && all[screen[n - 1]].empty())
+            starts.push_back(n - 1);
+    starts.push_back(screen.size());
     const std::size_t head = starts.size() > 2 ? starts[1] : 0;  // the title and sizes
     for (std::size_t k = starts.size() > 2 ? 1 : 0; k + 1 < starts.size(); ++k) {
         // + the prompt's row, + the title and sizes on top of the screen
         const std::size_t rows = starts[k + 1] - starts[k] + 1 + head;
         if (rows > static_cast<std::size_t>(max_rows)) {
-            return fail("the section from line " + std::to_string(starts[k] + 1) + " takes " +
-                        std::to_string(rows) + " rows (max " + std::to_string(max_rows) +
-                        "): " + (starts[k] + 1 < all.size() ? all[starts[k] + 1] : ""));
+            const std::size_t first = starts[k] + 1 < screen.size() ? screen[starts[k] + 1] : 0;
+            return fail("the section from line " + std::to_string(screen[starts[k]] + 1) +
+                        " takes " + std::to_string(rows) + " rows (max " +
+                        std::to_string(max_rows) + "): " + (first ? all[first] : ""));
         }
     }
     for (const std::string& name : numbers) {

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """The lessons' SVG pictures carry the numbers the lessons computed.
 
-    /usr/bin/python3 tests/check_svg.py BUILD_DIR WORK_DIR
+    /usr/bin/python3 tests/check_svg.py BUILD_DIR RUNS WORK_DIR
 
-Runs lessons 00, 05, 19 and 21 at --tiny with --svg and --dump, then: every SVG
-written is well-formed XML; in lesson 05's weights picture each cell's <title>
-holds weights[0, 0, i, j] of the dumped weights.npy to 4 digits, and the cells
-the causal mask hides say "masked" (and only those); in lesson 19's last
-picture, head h's cell (i, j) holds the mean over the batch of the dumped
+Reads what the suite's own runs of the lessons wrote: the tests lesson.NN.tiny and
+lesson.NN.default run every lesson with --svg and --dump from RUNS and save what it
+printed as RUNS/NN.tiny.txt and NN.default.txt, and only the pictures a run says it
+wrote count (so a picture left from an earlier run is never checked in its place). Each
+lesson runs once for all its tests (the default runs of lessons 19, 21, 25 and 29 take
+seconds). Then: every SVG written is well-formed XML; at --tiny, in lesson 05's weights
+picture each cell's <title> holds weights[0, 0, i, j] of the dumped weights.npy to 4
+digits, and the cells the causal mask hides say "masked" (and only those); in lesson
+19's last picture, head h's cell (i, j) holds the mean over the batch of the dumped
 weights.end[:, h, i, j]; in lesson 00's two heads, head h's cell (i, j) holds
 weights[0, h, i, j] and names both words, "query i (cat), key j (sat)", and every
 grid's tick labels are the six words down and across; in lesson 21's last picture,
@@ -18,21 +22,20 @@ read back as the poem's tokens, "<poem>" and the Chinese characters.
 The pictures of the stages (lessons 02, 06, 07, 10 at --tiny): every block cell holds
 the dumped number at its place (Q and q of 02; x and the merged x of 06; x, fc_out.weight
 transposed and output of 07; x, right and wrong of 10), in a tint of the colour of the
-head its column goes to (data-head e // D, h in q[0, h]); in 10 each merged cell's data-head and
-data-step name where its number was in x [B, H, T, D] (the number there is the cell's),
-the right merge's step is its row, the wrong one's is not. Lesson 04's masks: each cell
-holds the dumped mask, hatched exactly where it is 0, a legend "allowed" / "masked" and
-no colour bar. Every colour-bar and axis tick label is a run of round numbers (a step of
-1, 2 or 5 times a power of 10). At its default sizes (lesson 21 cut to 10 training
-steps) every lesson that draws (the lessons are the build's, BUILD_DIR/lessons/order.txt;
-one draws when its --help offers pictures for --svg) writes at least one picture and
-each is under 300 KB; those of lessons 02, 04, 05, 06, 07 and 10, at the articles'
-sizes, say what part they show; and lesson 05's every-head figure is at most 1000 px
-wide. Exit 0 when all hold, 1 when one does not,
+head its column goes to (data-head e // D, h in q[0, h]); in 10 each merged cell's
+data-head and data-step name where its number was in x [B, H, T, D] (the number there is
+the cell's), the right merge's step is its row, the wrong one's is not. Lesson 04's
+masks: each cell holds the dumped mask, hatched exactly where it is 0, a legend
+"allowed" / "masked" and no colour bar. Every colour-bar and axis tick label is a run of
+round numbers (a step of 1, 2 or 5 times a power of 10). At its default sizes every
+lesson that draws (the lessons are the build's, BUILD_DIR/lessons/order.txt; one draws
+when its --help offers pictures for --svg) writes at least one picture and each is
+under 300 KB; those of lessons 02, 04, 05, 06, 07 and 10, at the articles' sizes, say
+what part they show; and lesson 05's every-head figure is at most 1000 px wide.
+Exit 0 when all hold, 1 when one does not,
 77 (skipped) without python3-numpy.
 """
 import colorsys
-import glob
 import os
 import re
 import subprocess
@@ -45,14 +48,57 @@ except ImportError as e:
     print(f"skipped: needs python3-numpy ({e})")
     sys.exit(77)
 
-build, work = sys.argv[1], sys.argv[2]
+build, runs, work = sys.argv[1], sys.argv[2], sys.argv[3]
 NS = "{http://www.w3.org/2000/svg}"
 failures = []
+with open(f"{build}/lessons/order.txt") as f:
+    lessons = f.read().split()
 
 
-def run(lesson, *flags):
-    flags = flags or ("--tiny", "--svg", f"{work}/svg", "--dump", f"{work}/dump")
-    subprocess.run([f"{build}/lessons/{lesson}", *flags], check=True, capture_output=True)
+def written(lesson, size):
+    """{file name: path} of the pictures that the suite's run of lesson at size ("tiny"
+    or "default") says it wrote; None when the run was skipped (its data missing)."""
+    try:
+        with open(f"{runs}/{lesson}.{size}.txt", encoding="utf-8", errors="replace") as f:
+            out = f.read()
+    except OSError as e:
+        failures.append(f"{lesson}: no saved {size} run ({e}): run lesson.{lesson}.{size}")
+        return {}
+    if out.startswith("exit 77\n") and "skipped: needs" in out:
+        return None
+    if not out.startswith("exit 0\n"):
+        failures.append(f"{lesson}'s {size} run failed: {out.splitlines()[0]}")
+    return {os.path.basename(p)[:-4]: os.path.join(runs, p)
+            for p in re.findall(r"^  wrote (\S+\.svg)$", out, re.M)}
+
+
+drawing = [name for name in lessons
+           if "also write the pictures" in subprocess.run(
+               [f"{build}/lessons/{name}", "--help"], capture_output=True, text=True).stdout]
+# The --tiny runs: their folders are svg_tiny/NN and dump_tiny/NN (tests/CMakeLists.txt).
+tiny = {lesson: written(lesson, "tiny") or {} for lesson in drawing}
+NEEDED = {"00_what_attention_is_for": ["00_two_heads"], "05_softmax": ["attention_weights"],
+          "19_heads_learn": ["19_weights_end"], "21_induction_heads": ["21_heads_2"],
+          "29_mask_gallery": ["mask_gallery"], "02_split_heads": ["split_heads"],
+          "04_mask": ["causal_mask", "causal_padding_mask"],
+          "06_attend_merge": ["merge_heads"], "07_output_layer": ["output_layer"],
+          "10_merge_without_permute": ["merge"]}
+for lesson, names in NEEDED.items():
+    for name in names:
+        if name not in tiny.get(lesson, {}):
+            failures.append(f"{lesson} --tiny --svg did not write {name}.svg")
+if failures:
+    for f in failures[:10]:
+        print("FAILED", f)
+    sys.exit(1)
+
+
+def svg(lesson, name):
+    return tiny[lesson][name]
+
+
+def dump(lesson, name):
+    return np.load(f"{runs}/dump_tiny/{lesson}/{name}.npy")
 
 
 def cells(path):
@@ -70,18 +116,14 @@ def value(title):
     return title.rsplit(": ", 1)[1]
 
 
-run("00_what_attention_is_for")
-run("05_softmax")
-run("19_heads_learn")
-run("21_induction_heads")
-for path in sorted(glob.glob(f"{work}/svg/*.svg")):
+for path in sorted(p for pictures in tiny.values() for p in pictures.values()):
     try:
         ET.parse(path)
     except ET.ParseError as e:
         failures.append(f"{path}: not well-formed XML: {e}")
 
-w = np.load(f"{work}/dump/05_softmax/weights.npy")  # [B, H, T, T]
-c = cells(f"{work}/svg/attention_weights.svg")
+w = dump("05_softmax", "weights")  # [B, H, T, T]
+c = cells(svg("05_softmax", "attention_weights"))
 T = w.shape[2]
 if len(c) != T * T:
     failures.append(f"lesson 05: {len(c)} cells, not {T * T}")
@@ -92,8 +134,8 @@ for (_, i, j), title in c.items():
     elif value(title) == "masked" or abs(float(value(title)) - w[0, 0, i, j]) > 5e-5:
         failures.append(f"lesson 05 cell ({i}, {j}) says {title!r}, weights.npy {w[0, 0, i, j]:.6f}")
 
-w19 = np.load(f"{work}/dump/19_heads_learn/weights.end.npy").mean(axis=0)  # [H, T, T]
-c = cells(f"{work}/svg/19_weights_end.svg")
+w19 = dump("19_heads_learn", "weights.end").mean(axis=0)  # [H, T, T]
+c = cells(svg("19_heads_learn", "19_weights_end"))
 if len(c) != w19.size:
     failures.append(f"lesson 19: {len(c)} cells, not {w19.size}")
 for (name, i, j), title in c.items():
@@ -103,8 +145,8 @@ for (name, i, j), title in c.items():
                         f"{w19[h, i, j]:.6f}")
 
 words = ["the", "cat", "sat", "on", "the", "mat"]
-w00 = np.load(f"{work}/dump/00_what_attention_is_for/weights.npy")[0]  # [H, T, T]
-path = f"{work}/svg/00_two_heads.svg"
+w00 = dump("00_what_attention_is_for", "weights")[0]  # [H, T, T]
+path = svg("00_what_attention_is_for", "00_two_heads")
 c = cells(path)
 if len(c) != w00.size:
     failures.append(f"lesson 00: {len(c)} cells, not {w00.size}")
@@ -122,8 +164,8 @@ for g in grids:
         failures.append(f"lesson 00 {g.get('data-name')}: tick labels {ticks}, not the words")
 if len(grids) != w00.shape[0]:
     failures.append(f"lesson 00: {len(grids)} grids, not one per head")
-c = cells(f"{work}/svg/21_heads_2.svg")  # the end: every layer x head of sequence 0
-w21 = [np.load(f"{work}/dump/21_induction_heads/layer{l}.weights.end.npy")[0] for l in (0, 1)]
+c = cells(svg("21_induction_heads", "21_heads_2"))  # the end: every layer x head, sequence 0
+w21 = [dump("21_induction_heads", f"layer{l}.weights.end")[0] for l in (0, 1)]
 if len(c) != sum(w.size for w in w21):
     failures.append(f"lesson 21: {len(c)} cells, not {sum(w.size for w in w21)}")
 for (name, i, j), title in c.items():
@@ -137,7 +179,6 @@ for (name, i, j), title in c.items():
 # Lesson 29's tiles at --tiny (T 5: tiles of 1, W 2, S 1, prefix 2, documents by
 # 3 t / T): each tile of one pair is full (1) when the mask lets it through,
 # else skipped (hatched); the masks written out here, apart from the core's.
-run("29_mask_gallery")
 T29 = 5
 ids = [3 * t // T29 for t in range(T29)]
 want29 = {
@@ -148,7 +189,7 @@ want29 = {
     "documents": lambda q, k: k <= q and ids[k] == ids[q],
     "window|prefix": lambda q, k: q - 2 < k <= q or k < 2 or k <= q,
 }
-c = cells(f"{work}/svg/mask_gallery.svg")
+c = cells(svg("29_mask_gallery", "mask_gallery"))
 if {name for name, _, _ in c} != set(want29) or len(c) != len(want29) * T29 * T29:
     failures.append(f"lesson 29: grids {sorted({n for n, _, _ in c})}, {len(c)} cells")
 for (name, q, k), title in c.items():
@@ -157,11 +198,6 @@ for (name, q, k), title in c.items():
         failures.append(f"lesson 29 {name} tile ({q}, {k}) says {title!r}, not {expected}")
 
 # The stages' pictures: every block cell, its number, its head (and its step).
-for lesson in ("02_split_heads", "04_mask", "06_attend_merge", "07_output_layer",
-               "10_merge_without_permute", "13_scaling"):
-    run(lesson)
-
-
 HEAD_COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442",
                 "#555555"]  # svg.cpp's head_colour()
 
@@ -206,24 +242,20 @@ def expect_block(what, grid, want, head):
             failures.append(f"{what} cell ({i}, {j}) in head {h}'s colour, not {head(i, j)}")
 
 
-def dump(lesson, name):
-    return np.load(f"{work}/dump/{lesson}/{name}.npy")
-
-
 Q, q = dump("02_split_heads", "Q")[0], dump("02_split_heads", "q.2")[0]  # [T, E], [H, T, D]
 H, T, D = q.shape
-b = block_cells(f"{work}/svg/split_heads.svg")
+b = block_cells(svg("02_split_heads", "split_heads"))
 expect_block("lesson 02 Q", b.get("Q[0]  [T, E]"), Q, lambda i, e: e // D)
 for h in range(H):
     expect_block(f"lesson 02 q[0, {h}]", b.get(f"q[0, {h}]"), q[h], lambda i, d: h)
 
 x, merged = dump("06_attend_merge", "x")[0], dump("06_attend_merge", "x.3")[0]
-b = block_cells(f"{work}/svg/merge_heads.svg")
+b = block_cells(svg("06_attend_merge", "merge_heads"))
 for h in range(H):
     expect_block(f"lesson 06 x[0, {h}]", b.get(f"x[0, {h}]"), x[h], lambda i, d: h)
 expect_block("lesson 06 merged x", b.get("x[0]  [T, E]"), merged, lambda i, e: e // D)
 
-b = block_cells(f"{work}/svg/output_layer.svg")
+b = block_cells(svg("07_output_layer", "output_layer"))
 expect_block("lesson 07 x", b.get("x[0]  [T, E]"), dump("07_output_layer", "x")[0],
              lambda i, e: e // D)
 expect_block("lesson 07 W_o^T", b.get("W_o^T  [E, E]"),
@@ -232,7 +264,7 @@ expect_block("lesson 07 output", b.get("output[0]  [T, E]"),
              dump("07_output_layer", "output")[0], lambda i, j: -1)
 
 x10 = dump("10_merge_without_permute", "x")[0]  # [H, T, D]
-b = block_cells(f"{work}/svg/merge.svg")
+b = block_cells(svg("10_merge_without_permute", "merge"))
 for h in range(H):
     expect_block(f"lesson 10 x[0, {h}]", b.get(f"x[0, {h}]"), x10[h], lambda i, d: h)
 for name, right in (("right", True), ("wrong", False)):
@@ -255,7 +287,7 @@ for name, right in (("right", True), ("wrong", False)):
 
 for name, mask in (("causal_mask", dump("04_mask", "mask")),
                    ("causal_padding_mask", dump("04_mask", "both")[0, 0])):
-    root = ET.parse(f"{work}/svg/{name}.svg").getroot()
+    root = ET.parse(svg("04_mask", name)).getroot()
     for r in root.iter(NS + "rect"):
         if r.get("data-row") is None:
             continue
@@ -282,7 +314,7 @@ def round_run(labels):
             and all(abs(x / step - round(x / step)) < 1e-6 for x in v))
 
 
-for path in sorted(glob.glob(f"{work}/svg/*.svg")):
+for path in sorted(p for pictures in tiny.values() for p in pictures.values()):
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError:
@@ -294,57 +326,45 @@ for path in sorted(glob.glob(f"{work}/svg/*.svg")):
 
 # At its default sizes every lesson that draws writes small files; the articles'
 # stages say what part they show; 05's heads fit a page.
-with open(f"{build}/lessons/order.txt") as f:
-    lessons = f.read().split()
-drawing = [name for name in lessons
-           if "also write the pictures" in subprocess.run(
-               [f"{build}/lessons/{name}", "--help"], capture_output=True, text=True).stdout]
 if len(drawing) < 10:
     failures.append(f"only {drawing} of {len(lessons)} lessons offer pictures for --svg")
 STAGES = ("02_split_heads", "04_mask", "05_softmax", "06_attend_merge", "07_output_layer",
           "10_merge_without_permute")
-# Lesson 21's pictures have the same grids after 10 training steps as after 800
-# (16 s): cut, it draws its first frames and the induction head's, not the frame
-# of the jump (drawn at --tiny above). Cut, its closing checks fail: exit 1.
-CUT = {"21_induction_heads": ("--steps", "10")}
 skipped = []  # the poem lessons without fortunes-zh: "skipped: needs ...", exit 77
+big = {}
 for lesson in drawing:
-    if lesson in CUT:
-        rc = subprocess.run([f"{build}/lessons/{lesson}", "--svg", f"{work}/big/{lesson}",
-                             *CUT[lesson]], capture_output=True).returncode
-        if rc not in (0, 1):
-            failures.append(f"{lesson} {' '.join(CUT[lesson])} --svg: exit {rc}")
-    else:
-        r = subprocess.run([f"{build}/lessons/{lesson}", "--svg", f"{work}/big/{lesson}"],
-                           capture_output=True, text=True)
-        if r.returncode == 77 and "skipped: needs" in r.stdout:
-            skipped.append(lesson)
-            continue
-        r.check_returncode()
-    pictures = sorted(glob.glob(f"{work}/big/{lesson}/*.svg"))
+    pictures = written(lesson, "default")
+    if pictures is None:
+        skipped.append(lesson)
+        continue
+    big[lesson] = pictures
     if not pictures:
-        failures.append(f"{lesson} draws but wrote no picture at its default sizes")
-    for path in pictures:
+        failures.append(f"{lesson} draws but wrote no picture at its default sizes "
+                        "(is it in tests/CMakeLists.txt's DRAWING_LESSONS?)")
+    for path in sorted(pictures.values()):
         root = ET.parse(path).getroot()
         shown = [t.text for t in root.iter(NS + "text") if t.get("class") == "shown"]
         size = os.path.getsize(path)
         if size > 300_000 or (lesson in STAGES and not shown):
             failures.append(f"{path}: {size} bytes, saying what it shows: {shown}")
-print(f"at the default sizes: {len(glob.glob(f'{work}/big/*/*.svg'))} pictures from "
-      f"{len(drawing)} lessons: {' '.join(d[:2] for d in drawing)}; the largest "
-      f"{max([os.path.getsize(p) for p in glob.glob(f'{work}/big/*/*.svg')] + [0])} bytes")
+sizes = [os.path.getsize(p) for pictures in big.values() for p in pictures.values()]
+print(f"at the default sizes: {len(sizes)} pictures from {len(drawing)} lessons: "
+      f"{' '.join(d[:2] for d in drawing)}; the largest {max(sizes + [0])} bytes")
 if skipped:
     print(f"skipped at the default sizes (their data missing): {' '.join(skipped)}")
-heads = f"{work}/big/05_softmax/attention_weights_heads.svg"
-width = int(ET.parse(heads).getroot().get("width"))
-if width > 1000:
+heads = big.get("05_softmax", {}).get("attention_weights_heads")
+width = int(ET.parse(heads).getroot().get("width")) if heads else 0
+if heads is None:
+    failures.append("lesson 05 wrote no attention_weights_heads.svg at the default sizes")
+elif width > 1000:
     failures.append(f"lesson 05's every-head figure is {width} px wide at the default sizes")
 
+os.makedirs(work, exist_ok=True)
 poem = ["<poem>", "白", "日", "依", "山", "盡", "，", "黃", "河", "入", "海", "流", "。", "↵"]
-subprocess.run([f"{build}/tests/svg_cjk_check", f"{work}/svg/cjk_labels.svg"], check=True,
+subprocess.run([f"{build}/tests/svg_cjk_check", f"{work}/cjk_labels.svg"], check=True,
                capture_output=True)
 try:
-    cjk = ET.parse(f"{work}/svg/cjk_labels.svg").getroot()
+    cjk = ET.parse(f"{work}/cjk_labels.svg").getroot()
 except ET.ParseError as e:
     failures.append(f"svg_cjk_check: not well-formed XML: {e}")
     cjk = ET.Element("svg")
@@ -355,5 +375,5 @@ for g in cjk.iter(NS + "g"):
 
 for f in failures[:10]:
     print("FAILED", f)
-print(f"{len(glob.glob(f'{work}/svg/*.svg'))} pictures, {len(failures)} failures")
+print(f"{sum(len(p) for p in tiny.values())} pictures at --tiny, {len(failures)} failures")
 sys.exit(1 if failures else 0)

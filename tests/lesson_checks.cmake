@@ -33,6 +33,9 @@
 # MODE sooner      LESSON (19_heads_learn) with FIRST's flags passes 90% accuracy
 #                  at an earlier step than with SECOND's: what lesson 19's
 #                  exercises say of --lr 0.01 and of --heads 1.
+#                  For both: with SAVED (the lesson's default run saved by
+#                  check_lesson --save, as lesson.NN.default does), the run
+#                  without flags is read from it, not run again.
 # MODE seeds       LESSON with ARGS and --seed FIRST .. COUNT-1 (FIRST 0 unless
 #                  given) passes all its self-checks (exit 0, no FAILED line) for
 #                  at least NEED seeds: training that holds for most seeds, not
@@ -50,6 +53,15 @@ function(run_lesson out)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${ARGN} failed (${rc}):\n${o}${e}")
   endif()
+  set(${out} "${o}" PARENT_SCOPE)
+endfunction()
+
+function(saved_run out)  # SAVED's output: "exit 0", then what the run printed
+  file(READ "${SAVED}" o)
+  if(NOT o MATCHES "^exit 0\n")
+    message(FATAL_ERROR "${SAVED}: not a passing saved run: rerun its lesson.NN.default")
+  endif()
+  string(REGEX REPLACE "^exit 0\n" "" o "${o}")
   set(${out} "${o}" PARENT_SCOPE)
 endfunction()
 
@@ -388,7 +400,11 @@ elseif(MODE STREQUAL "decode_flops")
   endforeach()
 
 elseif(MODE STREQUAL "first_frames")
-  run_lesson(o ${LESSON})
+  if(DEFINED SAVED)
+    saved_run(o)
+  else()
+    run_lesson(o ${LESSON})
+  endif()
   set(last 0)
   foreach(p 0.25 0.50 0.90)
     if(NOT o MATCHES "\nstep ([0-9]+), a head past ${p}: ")
@@ -417,7 +433,11 @@ elseif(MODE STREQUAL "sooner")
   set(at)
   foreach(flags "${FIRST}" "${SECOND}")
     separate_arguments(args UNIX_COMMAND "${flags}")
-    execute_process(COMMAND ${LESSON} ${args} OUTPUT_VARIABLE o)  # its checks may fail
+    if(DEFINED SAVED AND NOT args)
+      saved_run(o)
+    else()
+      execute_process(COMMAND ${LESSON} ${args} OUTPUT_VARIABLE o)  # its checks may fail
+    endif()
     string(REGEX REPLACE "[ \n]+" " " o "${o}")
     if(NOT o MATCHES "Accuracy first passed 90% at step ([0-9]+),")
       message(FATAL_ERROR "with '${flags}' accuracy never passed 90%:\n${o}")

@@ -3,9 +3,11 @@
 and python3-selenium).
 
     /usr/bin/python3 tests/browser/explorer_check.py BUILD_DIR WORK_DIR [--screenshot PNG]
+                                                     [--runs RUNS]
 
-Runs lessons 05, 16, 19 and 20 at --tiny with --dump, puts their explorer.js
-data beside docs/explorer/ in WORK_DIR/site, opens the page in headless
+Runs lessons 05, 16, 19 and 21 at --tiny with --dump (with --runs, reads what the
+suite's --tiny runs of them dumped instead, RUNS/dump_tiny: tests/CMakeLists.txt),
+puts their explorer.js data beside docs/explorer/ in WORK_DIR/site, opens the page in headless
 Chromium and checks: no console errors; hovering head 0's cell (query 3,
 key 1) shows weights.npy[0, 0, 3, 1] to 4 digits; a masked cell says so;
 switching to head 1 shows head 1's cells only, whose values differ and
@@ -46,7 +48,12 @@ args = [a for a in sys.argv[1:] if not a.startswith("--")]
 shot = sys.argv[sys.argv.index("--screenshot") + 1] if "--screenshot" in sys.argv else None
 if shot:
     args.remove(shot)
+runs = sys.argv[sys.argv.index("--runs") + 1] if "--runs" in sys.argv else None
+if runs:
+    args.remove(runs)
+    runs = pathlib.Path(runs)
 build, work = pathlib.Path(args[0]), pathlib.Path(args[1])
+dump = runs / "dump_tiny" if runs else work / "dump"
 source = pathlib.Path(__file__).resolve().parent.parent.parent / "docs" / "explorer"
 site = work / "site"
 shutil.rmtree(work, ignore_errors=True)
@@ -56,9 +63,10 @@ for f in source.iterdir():
         shutil.copy(f, site)
 data = []
 for lesson in ("05_softmax", "16_kv_cache", "19_heads_learn", "21_induction_heads"):
-    subprocess.run([str(build / "lessons" / lesson), "--tiny", "--dump", str(work / "dump")],
-                   check=True, capture_output=True)
-    data.append((work / "dump" / lesson / "explorer.js").read_text())
+    if not runs:
+        subprocess.run([str(build / "lessons" / lesson), "--tiny", "--dump", str(dump)],
+                       check=True, capture_output=True)
+    data.append((dump / lesson / "explorer.js").read_text())
 (site / "data.js").write_text("".join(data))
 
 opts = webdriver.ChromeOptions()
@@ -97,7 +105,7 @@ def hover(h, i, j):
 
 try:
     browser.get((site / "explorer.html").as_uri() + "?data=05_softmax&size=tiny")
-    w = np.load(work / "dump" / "05_softmax" / "weights.npy")
+    w = np.load(dump / "05_softmax" / "weights.npy")
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     check(f"loads with no console errors ({len(errors)}: {errors[:2]})", not errors)
     cells = browser.find_elements(By.CSS_SELECTOR, ".cell")
@@ -133,7 +141,7 @@ try:
     check("lesson 19's data shows the frame slider", frame.is_displayed())
     browser.execute_script("arguments[0].value = arguments[0].max; "  # the last frame
                            "arguments[0].dispatchEvent(new Event('input'))", frame)
-    end = np.load(work / "dump" / "19_heads_learn" / "weights.end.npy").mean(axis=0)
+    end = np.load(dump / "19_heads_learn" / "weights.end.npy").mean(axis=0)
     text = hover(0, 0, 3)
     check(f"the last frame, head 0 (0, 3): '{text}' shows {end[0, 0, 3]:.4f}",
           text == f"head 0, query 0, key 3: weight {end[0, 0, 3]:.4f}")
@@ -149,7 +157,7 @@ try:
     frame = browser.find_element(By.ID, "frame")
     browser.execute_script("arguments[0].value = arguments[0].max; "
                            "arguments[0].dispatchEvent(new Event('input'))", frame)
-    w21 = np.load(work / "dump" / "21_induction_heads" / "layer1.weights.end.npy")[0]
+    w21 = np.load(dump / "21_induction_heads" / "layer1.weights.end.npy")[0]
     i, j = len(tok) - 1, len(tok) // 2 + 1  # the last query, the key after r's last token
     cell = browser.find_element(By.CSS_SELECTOR,
                                 f'.cell[data-layer="1"][data-head="1"][data-row="{i}"][data-col="{j}"]')
