@@ -467,16 +467,8 @@ int mha_forward_main(int argc, char** argv) {
             }
             return mods;
         };
-        if (rope && !grad && !no_weights && !args.count("--incremental")) {
-            const mha::Stages s = m.forward_stages(q, k, v, stage_mods());
-            mha::save_npy(out + "/output.npy", s.output);
-            mha::save_npy(out + "/attn_weights.npy", s.weights);
-            std::printf("wrote %s/output.npy %s and attn_weights.npy %s\n", out.c_str(),
-                        mha::shape_of(s.output).c_str(), mha::shape_of(s.weights).c_str());
-            return 0;
-        }
-        if (cap > 0 && !no_weights && !grad && !args.count("--incremental")) {
-            // soft-capped weights: the stages (the engine's tiles keep none)
+        if ((rope || cap > 0) && !no_weights && !grad && !args.count("--incremental")) {
+            // RoPE or soft-capped weights: the stages (the engine's tiles keep none)
             const mha::Stages s = m.forward_stages(q, k, v, stage_mods());
             mha::save_npy(out + "/output.npy", s.output);
             mha::save_npy(out + "/attn_weights.npy", s.weights);
