@@ -68,8 +68,8 @@ int main(int argc, char** argv) {
         L.code("block_mask = create_block_mask(window, 1, 1, T, T, BLOCK_SIZE=tile)");
         std::printf("window %zu: %zu of %zu tiles computed\n", W, tiles.computed(),
                     tiles.total());
-        std::printf("tiles of %zu x %zu: '#' full, no mask applied; '+' partial, masked "
-                    "inside; '.' skipped\n", tile, tile);
+        std::printf("tiles of %zu x %zu: '#' full, computed whole; '+' partial, masked "
+                    "inside; '.' empty, skipped\n", tile, tile);
         std::vector<mha::fast::BlockMask> maps;
         std::vector<lesson::svg::Grid> drawn;  // the same tiles, for the SVG
         std::string line;  // the names, then each row of tiles, 14 columns apiece
@@ -79,26 +79,25 @@ int main(int argc, char** argv) {
         for (const Variant& v : gallery) {
             maps.push_back(mha::fast::block_mask(v.mod, 1, 1, T, T, tile, tile));
             column(v.name);
-            drawn.push_back({v.name, {}, {}, "skipped"});
+            drawn.push_back({v.name, {}, {}});
         }
         for (std::size_t qb = 0; qb <= maps[0].q_blocks; ++qb) {
             std::printf("%s\n", line.substr(0, line.find_last_not_of(' ') + 1).c_str());
             line.clear();
             for (std::size_t i = 0; i < maps.size() && qb < maps[0].q_blocks; ++i) {
                 std::string row;
-                drawn[i].value.emplace_back(), drawn[i].masked.emplace_back();
+                drawn[i].value.emplace_back();
                 for (std::size_t kb = 0; kb < maps[i].k_blocks; ++kb) {
                     using mha::fast::Tile;
                     const Tile t = maps[i].at(0, 0, qb, kb);
                     row += t == Tile::full ? '#' : t == Tile::empty ? '.' : '+';
-                    drawn[i].value.back().push_back(t == Tile::full ? 1.0f : 0.5f);
-                    drawn[i].masked.back().push_back(t == Tile::empty);
+                    drawn[i].value.back().push_back(float(t));  // 0 empty .. 2 full
                 }
                 column(row);
             }
         }
-        L.figure("tiles: 1 full, 0.5 partial (masked inside), hatched skipped",
-                 "mask_gallery", drawn, false, "query block", "key block", {}, 3);
+        L.figure("tiles: empty, partial, full", "mask_gallery", drawn, false,
+                 "query block", "key block", {}, 3, lesson::svg::tile_kinds());
         std::printf("%-14s %8s %8s %8s %8s\n", "", "keys", "full", "partial",
                     "skipped");
         for (std::size_t i = 0; i < gallery.size(); ++i) {

@@ -26,7 +26,9 @@ head its column goes to (data-head e // D, h in q[0, h]); in 10 each merged cell
 data-head and data-step name where its number was in x [B, H, T, D] (the number there is
 the cell's), the right merge's step is its row, the wrong one's is not. Lesson 04's
 masks: each cell holds the dumped mask, hatched exactly where it is 0, a legend
-"allowed" / "masked" and no colour bar. Every colour-bar and axis tick label is a run of
+"allowed" / "masked" and no colour bar. Lesson 29's tiles: "full" or "empty" as masks
+written out here say, each in its kind's swatch, under a legend of the three kinds of
+tile and no colour bar. Every colour-bar and axis tick label is a run of
 round numbers (a step of 1, 2 or 5 times a power of 10). At its default sizes every
 lesson that draws (the lessons are the build's, BUILD_DIR/lessons/order.txt; one draws
 when its --help offers pictures for --svg) writes at least one picture and each is
@@ -177,8 +179,9 @@ for (name, i, j), title in c.items():
                         f"{w21[l][h, i, j]:.6f}")
 
 # Lesson 29's tiles at --tiny (T 5: tiles of 1, W 2, S 1, prefix 2, documents by
-# 3 t / T): each tile of one pair is full (1) when the mask lets it through,
-# else skipped (hatched); the masks written out here, apart from the core's.
+# 3 t / T): each tile of one pair is "full" when the mask lets it through, else
+# "empty" (skipped), in the fill of its kind's swatch; the masks written out here,
+# apart from the core's. Its legend: the three kinds of tile, no colour bar.
 T29 = 5
 ids = [3 * t // T29 for t in range(T29)]
 want29 = {
@@ -193,9 +196,25 @@ c = cells(svg("29_mask_gallery", "mask_gallery"))
 if {name for name, _, _ in c} != set(want29) or len(c) != len(want29) * T29 * T29:
     failures.append(f"lesson 29: grids {sorted({n for n, _, _ in c})}, {len(c)} cells")
 for (name, q, k), title in c.items():
-    expected = "1" if want29.get(name, lambda q, k: False)(q, k) else "masked"
+    expected = "full" if want29.get(name, lambda q, k: False)(q, k) else "empty"
     if value(title) != expected:
         failures.append(f"lesson 29 {name} tile ({q}, {k}) says {title!r}, not {expected}")
+root = ET.parse(svg("29_mask_gallery", "mask_gallery")).getroot()
+swatch = {r.get("data-kind"): r.get("fill") for r in root.iter(NS + "rect")
+          if r.get("class") == "legend"}
+legend = [t.text for t in root.iter(NS + "text") if t.get("class") == "legend"]
+if (list(swatch) != ["empty", "partial", "full"] or len(set(swatch.values())) != 3
+        or [line.split(" (")[0] for line in legend] != list(swatch)
+        or any(r.get("class") == "bar" for r in root.iter(NS + "rect"))):
+    failures.append(f"lesson 29: legend {legend!r}, swatches {swatch}, not the three "
+                    "kinds of tile without a colour bar")
+for r in root.iter(NS + "rect"):
+    if r.get("data-row") is not None:
+        kind = value(r.find(NS + "title").text)
+        if r.get("fill") != swatch.get(kind):
+            failures.append(f"lesson 29 tile {r.find(NS + 'title').text!r}: fill "
+                            f"{r.get('fill')}, not its legend's {swatch.get(kind)}")
+            break
 
 # The stages' pictures: every block cell, its number, its head (and its step).
 HEAD_COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442",

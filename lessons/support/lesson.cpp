@@ -749,12 +749,12 @@ void Lesson::picture(const std::string& title, const std::string& file,
 void Lesson::mask_picture(const std::string& title, const std::string& file,
                           const std::vector<std::vector<float>>& m,
                           const std::string& row_label, const std::string& col_label) {
-    terminal(title, m, row_label, col_label, {}, false, {});
+    terminal(title, m, row_label, col_label, {}, false, {}, true);
     if (opt.svg_dir.empty()) return;
     const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
     write_svg(file, {svg::Grid{"", m, {}}},
               title + "  [" + std::to_string(rows) + ", " + std::to_string(cols) + "]",
-              row_label, col_label, false, {}, 0, true);
+              row_label, col_label, false, {}, 0, svg::mask_kinds());
 }
 
 void Lesson::blocks(const std::string& title, const std::string& file,
@@ -771,7 +771,7 @@ void Lesson::blocks(const std::string& title, const std::string& file,
 void Lesson::terminal(const std::string& title, const std::vector<std::vector<float>>& m,
                       const std::string& row_label, const std::string& col_label,
                       const std::vector<std::vector<bool>>& masked, bool diverging,
-                      const Names& names) {
+                      const Names& names, bool mask) {
     const std::size_t rows = m.size(), cols = rows ? m[0].size() : 0;
     check_names(names, rows, cols, "picture " + title);
     // 18 rows at most: with a step above it and the title and sizes lines
@@ -798,22 +798,28 @@ void Lesson::terminal(const std::string& title, const std::vector<std::vector<fl
         std::string line = names.rows.empty() ? margin : "  " + pad(names.rows[i], name_w) + " ";
         for (std::size_t j = 0; j < shown_cols; ++j) {
             if (j > 0) line += gap;
-            line += !masked.empty() && masked[i][j]
-                        ? repeat("\u00b7", cell)
-                        : repeat(shade(diverging ? std::fabs(m[i][j]) : m[i][j]), cell);
+            // a mask's 1 full, its 0 dotted as a masked weight is
+            const bool hidden = mask ? !(m[i][j] >= 0.5f) : !masked.empty() && masked[i][j];
+            line += hidden ? repeat("\u00b7", cell)
+                    : mask ? repeat("\u2588", cell)
+                           : repeat(shade(diverging ? std::fabs(m[i][j]) : m[i][j]), cell);
         }
         std::printf("%s|\n", line.c_str());
     }
-    std::printf("  key: '  ' 0   \u2591 <.1   \u2592 <.3   \u2593 <.6   \u2588 >=.6%s%s\n",
-                diverging ? " (of |value|)" : "", masked.empty() ? "" : "   \u00b7\u00b7 masked");
+    if (mask)  // a legend of its own, in the SVG's words, not the weights' scale
+        std::printf("  key: \u2588\u2588 allowed (1)   \u00b7\u00b7 masked (0)\n");
+    else
+        std::printf("  key: '  ' 0   \u2591 <.1   \u2592 <.3   \u2593 <.6   \u2588 >=.6%s%s\n",
+                    diverging ? " (of |value|)" : "",
+                    masked.empty() ? "" : "   \u00b7\u00b7 masked");
 }
 
 void Lesson::write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
                        const std::string& title, const std::string& row_label,
                        const std::string& col_label, bool diverging, const Names& names,
-                       std::size_t per_row, bool mask) {
+                       std::size_t per_row, const std::vector<svg::Kind>& kinds) {
     svg::Style st{info.name + ": " + title, row_label, col_label, diverging, 0, 0, per_row,
-                  mask};
+                  kinds};
     // At most 1600 cells in all (some 250 KB): the first rows and columns of
     // each grid, in its proportions, the picture then saying what it shows.
     std::size_t rows = grids.at(0).value.size(), cols = rows ? grids[0].value[0].size() : 0;
@@ -968,13 +974,14 @@ void Lesson::explore_layers(
 void Lesson::figure(const std::string& title, const std::string& file,
                     const std::vector<svg::Grid>& grids, bool diverging,
                     const std::string& row_label, const std::string& col_label,
-                    const Names& names, std::size_t per_row) {
+                    const Names& names, std::size_t per_row,
+                    const std::vector<svg::Kind>& kinds) {
     if (opt.svg_dir.empty() || grids.empty()) return;
     const std::size_t rows = grids[0].value.size(), cols = rows ? grids[0].value[0].size() : 0;
     write_svg(file, grids,
               title + "  [" + std::to_string(rows) + ", " + std::to_string(cols) + "]" +
                   (grids.size() > 1 ? " each" : ""),
-              row_label, col_label, diverging, names, per_row);
+              row_label, col_label, diverging, names, per_row, kinds);
 }
 
 void Lesson::table(const std::string& title, const mha::Tensor2& m, const Names& names,

@@ -225,9 +225,9 @@ public:
     bool relation(const std::string& lhs_name, double lhs, const std::string& rhs_name,
                   double rhs, double tolerance, const std::string& why_not);
 
-    /// picture() for a mask of 1 (may attend) and 0: the same in the
-    /// terminal; the SVG draws "allowed" and hatched "masked" cells with a
-    /// legend of those two, not a scale.
+    /// picture() for a mask of 1 (may attend) and 0: in the terminal '██'
+    /// and '··', in the SVG "allowed" and hatched "masked" cells, each with a
+    /// legend of those two, "allowed (1)" and "masked (0)", not a scale.
     void mask_picture(const std::string& title, const std::string& file,
                       const std::vector<std::vector<float>>& m,
                       const std::string& row_label, const std::string& col_label);
@@ -252,11 +252,14 @@ public:
                const Names& names = {});
     /// With --svg DIR, a heat map DIR/<file>.svg of @p grids side by side on
     /// one scale (nothing in the terminal): the lessons' other pictures;
-    /// @p per_row grids to a row (0: all in one), a layer's heads, say.
+    /// @p per_row grids to a row (0: all in one), a layer's heads, say; with
+    /// @p kinds (svg::tile_kinds(), say), each cell drawn as the kind whose
+    /// value it holds, under a legend of the kinds instead of the scale.
     void figure(const std::string& title, const std::string& file,
                 const std::vector<svg::Grid>& grids, bool diverging,
                 const std::string& row_label = "query", const std::string& col_label = "key",
-                const Names& names = {}, std::size_t per_row = 0);
+                const Names& names = {}, std::size_t per_row = 0,
+                const std::vector<svg::Kind>& kinds = {});
     /// The numbers of @p m `[rows, cols]` with @p digits decimals, under a
     /// header of the column names and each row after its name: a table
     /// whose rows and columns are words or features, not indices.
@@ -295,11 +298,11 @@ private:
     void terminal(const std::string& title, const std::vector<std::vector<float>>& m,
                   const std::string& row_label, const std::string& col_label,
                   const std::vector<std::vector<bool>>& masked, bool diverging,
-                  const Names& names);
+                  const Names& names, bool mask = false);  // mask: 1 allowed, 0 masked
     void write_svg(const std::string& file, const std::vector<svg::Grid>& grids,
                    const std::string& title, const std::string& row_label,
                    const std::string& col_label, bool diverging, const Names& names,
-                   std::size_t per_row = 0, bool mask = false);
+                   std::size_t per_row = 0, const std::vector<svg::Kind>& kinds = {});
     void ask_shape(const std::string& lhs, const std::string& name, const Values& v,
                    const std::string& dims, const std::string& torch);
     std::string with_sizes(const std::string& dims) const;

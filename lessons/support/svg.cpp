@@ -126,6 +126,21 @@ int text_px(const std::string& text) {
     return 6 * (chars - wide) + 10 * wide;
 }
 
+namespace {
+const char* const kAllowed = "#5ec962";  // a mask's 1, a tile computed whole
+}  // namespace
+
+std::vector<Kind> mask_kinds() {
+    return {{1, kAllowed, "1", "allowed (1): the query may attend to the key"},
+            {0, "url(#hatch)", "0", "masked (0): no weight at all"}};
+}
+
+std::vector<Kind> tile_kinds() {
+    return {{0, "url(#hatch)", "empty", "empty (skipped): every pair masked, not computed"},
+            {1, "url(#partial)", "partial", "partial (masked inside): computed, then masked"},
+            {2, kAllowed, "full", "full (computed whole): no mask applied"}};
+}
+
 std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const std::size_t rows = grids.at(0).value.size(), cols = rows ? grids[0].value[0].size() : 0;
     const std::size_t side = std::max<std::size_t>(std::max(rows, cols), 1);
@@ -133,7 +148,7 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const std::size_t per_row = s.per_row ? std::min(s.per_row, grids.size()) : grids.size();
     int cell = std::max(4, std::min(36, int(360 / side / std::max<std::size_t>(1, grids.size() / 2 + 1) + 8)));
     // each cell's number printed in it when they fit a page: 28 cells across at most
-    const bool numbers = rows <= 12 && cols <= 12 && per_row * cols <= 28 && !s.mask;
+    const bool numbers = rows <= 12 && cols <= 12 && per_row * cols <= 28 && s.kinds.empty();
     if (numbers) cell = std::max(cell, 26);  // room for "0.42" in every cell
     int names_px = 0;  // the widest row tick label (a token), left of each grid
     for (const Grid& g : grids) {
@@ -158,9 +173,11 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
     const int bands = int((grids.size() + per_row - 1) / per_row), band = gh + 64;
     const int bar_x = left + int(per_row) * (gw + gap);
     // wide enough for the title at 15 px (about 9 px a character, 15 a wide one)
-    const int width = std::max(bar_x + bar_w + 70, left + text_px(s.title) * 3 / 2 + 20);
-    const int height = top + (bands - 1) * band + gh + 52 + (s.mask ? 18 : 0);
-    const char* allowed = "#5ec962";  // a mask's 1
+    int width = std::max(bar_x + bar_w + 70, left + text_px(s.title) * 3 / 2 + 20);
+    for (const Kind& k : s.kinds)  // and for the legend's lines at 12 px
+        width = std::max(width, left + 18 + text_px(k.means) * 6 / 5 + 10);
+    const int legend_rows = std::max<int>(1, int(s.kinds.size()));  // a line each
+    const int height = top + (bands - 1) * band + gh + 52 + 18 * (legend_rows - 1);
     auto colour = [&](double v) {
         if (s.diverging) {
             const double m = std::max(std::fabs(s.lo), std::fabs(s.hi));
@@ -173,7 +190,13 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
       << "' font-family='DejaVu Sans, Noto Sans CJK SC, sans-serif' font-size='12'>\n"
       << "<defs><pattern id='hatch' width='6' height='6' patternUnits='userSpaceOnUse' "
          "patternTransform='rotate(45)'><rect width='6' height='6' fill='#d9d9d9'/>"
-         "<line x1='0' y1='0' x2='0' y2='6' stroke='#7f7f7f' stroke-width='2'/></pattern></defs>\n"
+         "<line x1='0' y1='0' x2='0' y2='6' stroke='#7f7f7f' stroke-width='2'/></pattern>";
+    for (const Kind& k : s.kinds)  // stripes of the allowed colour and white, if used
+        if (k.fill == "url(#partial)")
+            o << "<pattern id='partial' width='8' height='8' patternUnits='userSpaceOnUse' "
+                 "patternTransform='rotate(45)'><rect width='8' height='8' fill='"
+              << kAllowed << "'/><rect width='4' height='8' fill='#ffffff'/></pattern>";
+    o << "</defs>\n"
       << "<rect width='100%' height='100%' fill='white'/>\n"
       << "<text x='" << left << "' y='20' font-size='15' font-weight='bold'>"
       << escape(s.title) << "</text>\n";
@@ -197,13 +220,19 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
         for (std::size_t i = 0; i < rows; ++i)
             for (std::size_t j = 0; j < cols; ++j) {
                 const double v = grid.value[i][j];
-                // a mask's 0 is hatched, its 1 one colour: "allowed"
-                const bool masked = s.mask ? !(v >= 0.5)
-                                           : !grid.masked.empty() && grid.masked[i][j];
-                const bool nan = !masked && !std::isfinite(v);  // drawn apart: no colour means it
-                const std::string fill = masked ? "url(#hatch)"
-                                         : nan  ? "#ffffff"
-                                         : s.mask ? std::string(allowed)
+                // in a picture of kinds, the kind whose value the cell holds
+                const Kind* kind = nullptr;
+                for (const Kind& k : s.kinds)
+                    if (double(k.value) == v) kind = &k;
+                if (!s.kinds.empty() && kind == nullptr)
+                    throw std::logic_error("heatmap(): cell (" + std::to_string(i) + ", " +
+                                           std::to_string(j) + ") holds " + number(v) +
+                                           ", the value of no kind of cell");
+                const bool masked = kind == nullptr && !grid.masked.empty() && grid.masked[i][j];
+                const bool nan = !kind && !masked && !std::isfinite(v);  // no colour means it
+                const std::string fill = kind     ? kind->fill
+                                         : masked ? "url(#hatch)"
+                                         : nan    ? "#ffffff"
                                                   : colour(v);
                 const int x = x0 + int(j) * cell, y = y0 + int(i) * cell;
                 o << "<rect x='" << x << "' y='" << y << "' width='" << cell << "' height='"
@@ -211,7 +240,8 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
                   << "' data-row='" << i << "' data-col='" << j << "'><title>"
                   << escape(s.row_label) << ' ' << named(grid.row_ticks, i) << ", "
                   << escape(s.col_label) << ' ' << named(grid.col_ticks, j) << ": "
-                  << (masked && !s.mask ? "masked" : number(v, 6)) << "</title></rect>\n";
+                  << (kind ? escape(kind->name) : masked ? "masked" : number(v, 6))
+                  << "</title></rect>\n";
                 if ((numbers && cell >= 24 && !masked) || (nan && cell >= 16)) {
                     o << "<text x='" << x + cell / 2 << "' y='" << y + cell / 2 + 4
                       << "' text-anchor='middle' font-size='9' fill='"
@@ -239,14 +269,14 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
         o << "<text x='16' y='" << mid << "' text-anchor='middle' transform='rotate(-90 16,"
           << mid << ")'>" << escape(s.row_label) << " \u2192</text>\n";
     }
-    if (s.mask) {  // a legend of its own: the two kinds of cell, no scale
-        const int y = height - 42;
-        o << "<rect class='legend' x='" << left << "' y='" << y << "' width='12' height='12' "
-          << "fill='" << allowed << "'/><text class='legend' x='" << left + 18 << "' y='"
-          << y + 10 << "'>allowed (1): the query may attend to the key</text>\n"
-          << "<rect class='legend' x='" << left << "' y='" << y + 18 << "' width='12' "
-          << "height='12' fill='url(#hatch)'/><text class='legend' x='" << left + 18
-          << "' y='" << y + 28 << "'>masked (0): no weight at all</text>\n";
+    if (!s.kinds.empty()) {  // a legend of its own: a swatch and a line a kind, no scale
+        for (std::size_t k = 0; k < s.kinds.size(); ++k) {
+            const int y = height - 24 - 18 * (legend_rows - 1) + 18 * int(k);
+            o << "<rect class='legend' x='" << left << "' y='" << y << "' width='12' "
+              << "height='12' fill='" << s.kinds[k].fill << "' data-kind='"
+              << escape(s.kinds[k].name) << "'/><text class='legend' x='" << left + 18
+              << "' y='" << y + 10 << "'>" << escape(s.kinds[k].means) << "</text>\n";
+        }
         o << "</svg>\n";
         return o.str();
     }

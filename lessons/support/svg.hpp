@@ -25,6 +25,23 @@ struct Grid {
     std::vector<std::string> row_ticks = {}, col_ticks = {};
 };
 
+/// A kind of cell in a picture of kinds, not of a scale (a mask's allowed and
+/// masked cells, a block mask's tiles): the cells that hold @c value, drawn in
+/// @c fill, with @c name in their <title> and a legend line @c means.
+struct Kind {
+    float value;        // 1, say
+    std::string fill;   // "#rrggbb", "url(#hatch)" (masked) or "url(#partial)" (striped)
+    std::string name;   // "1", "full"
+    std::string means;  // "allowed (1): the query may attend to the key"
+};
+
+/// A mask's two kinds: 1 "allowed (1)", one colour; 0 "masked (0)", hatched.
+std::vector<Kind> mask_kinds();
+/// A block mask's three kinds of tile, the values of mha::fast::Tile: 0 "empty
+/// (skipped)", hatched; 1 "partial (masked inside)", striped with the allowed
+/// colour; 2 "full (computed whole)", the allowed colour.
+std::vector<Kind> tile_kinds();
+
 /// How the grids are drawn: their common title, axes and scale.
 struct Style {
     std::string title;                     // lesson, tensor and shape
@@ -33,9 +50,10 @@ struct Style {
     bool diverging = false;                // centred at 0, for scores and gradients
     double lo = 0, hi = 1;                 // the scale's ends (diverging: -m .. m)
     std::size_t per_row = 0;               // grids in a row, then the next row; 0: all
-    // A mask (values 1 and 0): cells drawn "allowed" or hatched "masked", with
-    // a legend of those two in place of the colour bar.
-    bool mask = false;
+    // Not empty: a picture of kinds (mask_kinds(), tile_kinds()), every cell
+    // holding one kind's value, drawn in its fill, with a legend of the kinds
+    // in place of the colour bar and no numbers in the cells.
+    std::vector<Kind> kinds = {};
     std::string shown = {};                // what part is drawn, when not all: under the title
 };
 
