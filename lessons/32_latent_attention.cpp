@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
                         fixed(60.0 * 2 * r.by_formula / 1024, 1).c_str(),
                         fixed(double(r.by_formula) / rows[3].by_formula, 2).c_str());
         }
-        L.bars("DeepSeek-V2's cache per token", "kv_cache", "floats per token and layer", bars);
+        L.bars("DeepSeek-V2's cache per token and layer", "mla_cache", "floats", bars);
         L.say("Floats per token and layer, by the formula and from the bytes the core's "
               "caches allocate (1 sequence, 2 positions). MLA caches " +
               fixed(double(rows[0].by_formula) / rows[3].by_formula, 1) + " times less than "
