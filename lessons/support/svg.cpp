@@ -335,9 +335,10 @@ std::string line_plot(const std::string& title, const std::string& x_label,
 std::string bar_chart(const std::string& title, const std::string& x_label,
                       const std::vector<Bar>& bars) {
     int label_w = 0, note_w = 0;  // at font size 12: 1.2 times text_px's size 10
-    for (const Bar& b : bars)
-        label_w = std::max(label_w, text_px(b.label) * 6 / 5),
+    for (const Bar& b : bars) {
+        label_w = std::max(label_w, text_px(b.label) * 6 / 5);
         note_w = std::max(note_w, text_px(number(b.value, 8) + "  " + b.note) * 6 / 5);
+    }
     const int left = label_w + 20, top = 50, w = 480, row = 30, bar_h = 18;
     const int h = row * int(bars.size());
     double hi = 0;
