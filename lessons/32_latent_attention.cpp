@@ -25,7 +25,7 @@
 
 int main(int argc, char** argv) {
     lesson::Info info;
-    info.name = "32_latent_attention", info.dump_mb = 204.7;
+    info.name = "32_latent_attention", info.dump_mb = 204.7, info.draws = true;
     info.summary = "multi-head latent attention: K and V from a small cached latent";
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model, H = L.opt.heads;
@@ -46,7 +46,6 @@ int main(int argc, char** argv) {
         L.dump("X0", xt::view(X, xt::range(0, 1))), L.dump("w_dq", m.w_dq);  // lessons/pytorch/
         L.dump("w_uq", m.w_uq), L.dump("w_qr", m.w_qr), L.dump("w_dkv", m.w_dkv);
         L.dump("w_uk", m.w_uk), L.dump("w_uv", m.w_uv), L.dump("w_kr", m.w_kr), L.dump("w_o", m.w_o);
-
         L.section("1. The latent: what a decoder caches");
         SHOWN(L, const Tensor3 c = linear_no_bias(X, m.w_dkv));
         L.step("c_kv = W_DKV x, no bias", "c_kv", c, "B, T, d_c",
@@ -75,8 +74,7 @@ int main(int argc, char** argv) {
         SHOWN(L, const Tensor4 v = split_heads(linear_no_bias(c, m.w_uv), H));
         L.step("v = W_UV c_kv", "v", v, "B, H, T, D", "(kv_b_proj's second half)",
                lesson::Show::shape_only);
-        SHOWN(L, const Tensor4 k =
-                     cat(k_c, Tensor4(xt::broadcast(k_r, {B, H, T, d_R}))));
+        SHOWN(L, const Tensor4 k = cat(k_c, Tensor4(xt::broadcast(k_r, {B, H, T, d_R}))));
         L.step("k = [k_c; k_r], k_r copied to every head", "k", k, "B, H, T, D+d_R",
                "k = torch.cat([k_nope, k_pe.expand(B, H, T, d_R)], dim=-1)");
 
@@ -124,16 +122,18 @@ int main(int argc, char** argv) {
         const mha::MlaConfig v2 = mha::deepseek_v2_config();  // n_h 128, d_h 128, d_c 512
         SHOWN(L, const std::vector<mha::CacheRow> rows = mha::cache_per_token(v2, 8));
         L.code("k_cache = torch.zeros(B, n_kv, T, d_h)  # and v_cache; MLA: c_kv, k_pe");
-        std::printf("%-10s %-10s %11s %11s %14s %8s\n", "cache", "formula", "by formula",
-                    "allocated", "60 layers, KB", "vs MLA");
+        std::puts("cache      formula    by formula   allocated  60 layers, KB   vs MLA");
         bool measured = true;
+        std::vector<lesson::svg::Bar> bars;  // the table's rows, drawn with --svg
         for (const mha::CacheRow& r : rows) {
             measured = measured && r.by_allocation == r.by_formula;
-            std::printf("%-10s %-10s %11zu %11zu %14s %8s\n", r.name.c_str(), r.formula.c_str(),
-                        r.by_formula, r.by_allocation,
+            bars.push_back({r.name, double(r.by_formula), "= " + r.formula});
+            std::printf("%-10s %-10s %10zu %11zu %14s %8s\n", r.name.c_str(),
+                        r.formula.c_str(), r.by_formula, r.by_allocation,
                         fixed(60.0 * 2 * r.by_formula / 1024, 1).c_str(),
                         fixed(double(r.by_formula) / rows[3].by_formula, 2).c_str());
         }
+        L.bars("DeepSeek-V2's cache per token and layer", "mla_cache", "floats", bars);
         L.say("Floats per token and layer, by the formula and from the bytes the core's "
               "caches allocate (1 sequence, 2 positions). MLA caches " +
               fixed(double(rows[0].by_formula) / rows[3].by_formula, 1) + " times less than "

@@ -17,7 +17,9 @@ weights[0, h, i, j] and names both words, "query i (cat), key j (sat)", and ever
 grid's tick labels are the six words down and across; in lesson 21's last picture,
 grid "layer l, head h" holds sequence 0 of layer<l>.weights.end and its cells' titles
 name the tokens; the picture of tests/svg_cjk_check.cpp parses, and its tick labels
-read back as the poem's tokens, "<poem>" and the Chinese characters.
+read back as the poem's tokens, "<poem>" and the Chinese characters; in lesson 32's
+bars, one per row of the cache table it printed, each bar's label and value are the row's
+cache and floats by the formula, written after it, all on one linear scale.
 
 The pictures of the stages (lessons 02, 06, 07, 10 at --tiny): every block cell holds
 the dumped number at its place (Q and q of 02; x and the merged x of 06; x, fc_out.weight
@@ -84,7 +86,7 @@ NEEDED = {"00_what_attention_is_for": ["00_two_heads"], "05_softmax": ["attentio
           "29_mask_gallery": ["mask_gallery"], "02_split_heads": ["split_heads"],
           "04_mask": ["causal_mask", "causal_padding_mask"],
           "06_attend_merge": ["merge_heads"], "07_output_layer": ["output_layer"],
-          "10_merge_without_permute": ["merge"]}
+          "10_merge_without_permute": ["merge"], "32_latent_attention": ["mla_cache"]}
 for lesson, names in NEEDED.items():
     for name in names:
         if name not in tiny.get(lesson, {}):
@@ -216,6 +218,32 @@ for r in root.iter(NS + "rect"):
                             f"{r.get('fill')}, not its legend's {swatch.get(kind)}")
             break
 
+# Lesson 32's bars: one per row of the cache table its --tiny run printed, in order,
+# each bar's label that row's cache and its value the floats by the formula, written
+# after it with the formula; lengths on one linear scale from 0 (width / value the same
+# for every bar, within 1e-4: the widths are written to 6 digits), the shortest still 2
+# pixels long.
+with open(f"{runs}/32_latent_attention.tiny.txt", encoding="utf-8") as f:
+    table = re.findall(r"^(.{10}) (.{10}) +(\d+) +(\d+) +[\d.]+ +[\d.]+$", f.read(), re.M)
+root = ET.parse(svg("32_latent_attention", "mla_cache")).getroot()
+bars = [r for r in root.iter(NS + "rect") if r.get("class") == "hbar"]
+written32 = [t.text for t in root.iter(NS + "text") if t.get("class") == "bar-value"]
+if len(table) != 4 or len(bars) != len(table) or len(written32) != len(table):
+    failures.append(f"lesson 32: {len(bars)} bars and {len(written32)} values written "
+                    f"for the {len(table)} rows of its table (4 expected)")
+scale = []
+for (name, formula, by_formula, _), bar, text in zip(table, bars, written32):
+    name, formula, v = name.strip(), formula.strip(), int(by_formula)
+    got = (bar.get("data-label"), float(bar.get("data-value")), bar.find(NS + "title").text)
+    if got != (name, v, f"{name}: {v}") or text != f"{v}  = {formula}":
+        failures.append(f"lesson 32 bar {got}, written {text!r}: the table's row is "
+                        f"{name} {formula} {v}")
+    scale.append(float(bar.get("width")) / v)
+widths = [float(bar.get("width")) for bar in bars]
+if scale and (max(scale) - min(scale) > 1e-4 * max(scale) or min(widths) < 2):
+    failures.append(f"lesson 32: bars {widths} px wide, {scale} px a float: not one scale, "
+                    "or one too thin to see")
+
 # The stages' pictures: every block cell, its number, its head (and its step).
 HEAD_COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442",
                 "#555555"]  # svg.cpp's head_colour()
@@ -338,7 +366,7 @@ for path in sorted(p for pictures in tiny.values() for p in pictures.values()):
         root = ET.parse(path).getroot()
     except ET.ParseError:
         continue  # said above
-    for cls in ("bar-tick", "y-tick"):
+    for cls in ("bar-tick", "y-tick", "x-tick"):
         labels = [t.text for t in root.iter(NS + "text") if t.get("class") == cls]
         if labels and not round_run(labels):
             failures.append(f"{os.path.basename(path)}: {cls} labels {labels} are not round")

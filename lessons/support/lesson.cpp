@@ -1070,6 +1070,16 @@ void Lesson::plot(const std::string& title, const std::string& file,
     std::printf("  wrote %s\n", path.c_str());
 }
 
+void Lesson::bars(const std::string& title, const std::string& file,
+                  const std::string& x_label, const std::vector<svg::Bar>& bars) {
+    if (opt.svg_dir.empty()) return;
+    const std::string path = opt.svg_dir + "/" + file + ".svg";
+    std::ofstream out(path);
+    if (!out) throw std::runtime_error("cannot write " + path);
+    out << svg::bar_chart(info.name + ": " + title, x_label, bars);
+    std::printf("  wrote %s\n", path.c_str());
+}
+
 void Lesson::heads(const std::string& title, const std::string& file, const mha::Tensor4& w,
                    const Names& names) {
     const std::size_t B = w.shape(0), H = w.shape(1), Tq = w.shape(2), Tk = w.shape(3);

@@ -275,6 +275,11 @@ public:
     void plot(const std::string& title, const std::string& file, const std::string& x_label,
               const std::vector<double>& x, const std::vector<svg::Series>& series,
               bool log2_x);
+    /// With --svg DIR, DIR/<file>.svg: @p bars as horizontal bars on a linear
+    /// scale from 0, each with its value written (svg::bar_chart), @p x_label
+    /// under them (nothing in the terminal: the lesson prints the numbers).
+    void bars(const std::string& title, const std::string& file, const std::string& x_label,
+              const std::vector<svg::Bar>& bars);
     /// The closing self-check: prints "OK, max |diff| = ..." and returns
     /// the exit code (0 when max_diff <= tol).
     int check(const std::string& what, double max_diff, double tol);

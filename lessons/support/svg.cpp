@@ -362,6 +362,54 @@ std::string line_plot(const std::string& title, const std::string& x_label,
     return o.str();
 }
 
+std::string bar_chart(const std::string& title, const std::string& x_label,
+                      const std::vector<Bar>& bars) {
+    int label_w = 0, note_w = 0;  // at font size 12: 1.2 times text_px's size 10
+    for (const Bar& b : bars) {
+        label_w = std::max(label_w, text_px(b.label) * 6 / 5);
+        note_w = std::max(note_w, text_px(number(b.value, 8) + "  " + b.note) * 6 / 5);
+    }
+    const int left = label_w + 20, top = 50, w = 480, row = 30, bar_h = 18;
+    const int h = row * int(bars.size());
+    double hi = 0;
+    for (const Bar& b : bars)
+        if (std::isfinite(b.value)) hi = std::max(hi, b.value);
+    const std::vector<double> ticks = round_ticks(0, hi > 0 ? hi : 1, 7);
+    const double xhi = ticks.back();
+    auto px = [&](double v) { return left + std::max(0.0, v) / xhi * w; };
+    std::ostringstream o;
+    o << "<svg xmlns='http://www.w3.org/2000/svg' width='"
+      << std::max(left + w + 30, int(px(hi)) + note_w + 30) << "' height='" << top + h + 50
+      << "' font-family='DejaVu Sans, Noto Sans CJK SC, sans-serif' font-size='12'>\n"
+      << "<rect width='100%' height='100%' fill='white'/>\n"
+      << "<text x='10' y='22' font-size='15' font-weight='bold'>" << escape(title)
+      << "</text>\n";
+    for (double v : ticks)  // grid lines behind the bars, labels under the axis
+        o << "<line x1='" << px(v) << "' x2='" << px(v) << "' y1='" << top << "' y2='"
+          << top + h + 4 << "' stroke='#dddddd'/><text class='x-tick' x='" << px(v)
+          << "' y='" << top + h + 18 << "' text-anchor='middle' font-size='10'>" << number(v, 8)
+          << "</text>\n";
+    o << "<path d='M" << left << ',' << top << " V" << top + h << " H" << left + w
+      << "' stroke='black' fill='none'/>\n<text x='" << left + w / 2 << "' y='" << top + h + 38
+      << "' text-anchor='middle'>" << escape(x_label) << "</text>\n";
+    for (std::size_t k = 0; k < bars.size(); ++k) {
+        const Bar& b = bars[k];
+        const int y = top + row * int(k) + (row - bar_h) / 2;
+        const double end = std::isfinite(b.value) ? px(b.value) : left;
+        o << "<text class='bar-label' x='" << left - 8 << "' y='" << y + bar_h - 4
+          << "' text-anchor='end'>" << escape(b.label) << "</text>\n"
+          << "<rect class='hbar' data-label='" << escape(b.label) << "' data-value='"
+          << number(b.value, 17) << "' x='" << left << "' y='" << y << "' width='"
+          << std::max(1.0, end - left) << "' height='" << bar_h << "' fill='"
+          << head_colour(k) << "'><title>" << escape(b.label) << ": " << number(b.value, 17)
+          << "</title></rect>\n<text class='bar-value' x='" << end + 6 << "' y='"
+          << y + bar_h - 4 << "'>" << number(b.value, 8)
+          << (b.note.empty() ? "" : "  ") << escape(b.note) << "</text>\n";
+    }
+    o << "</svg>\n";
+    return o.str();
+}
+
 namespace {
 
 // @p hex mixed with white: f = 0 white, f = 1 the colour itself.

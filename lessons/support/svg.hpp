@@ -77,6 +77,21 @@ std::string line_plot(const std::string& title, const std::string& x_label,
                       const std::vector<double>& x, const std::vector<Series>& series,
                       bool log2_x);
 
+/// One bar of a bar_chart(): @p label at its left, @p value to scale and
+/// written after its end, then @p note.
+struct Bar {
+    std::string label;       // "MHA"
+    double value = 0;        // the bar's length, on a linear scale from 0
+    std::string note = {};   // after the value: "= 2 n_h d_h", say
+};
+/// The SVG text of horizontal @p bars top to bottom on one linear scale from
+/// 0 (round ticks along the bottom, @p x_label under them), each bar's value
+/// written after its end, so that a bar a few pixels long still reads. Each
+/// bar is a rect of class "hbar" with data-label and data-value attributes,
+/// "label: value" in its <title>.
+std::string bar_chart(const std::string& title, const std::string& x_label,
+                      const std::vector<Bar>& bars);
+
 /// Tick values at round numbers (steps of 1, 2 or 5 times a power of 10),
 /// about @p about of them, covering [lo, hi]: the first at or below @p lo,
 /// the last at or above @p hi.
