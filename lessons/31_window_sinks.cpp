@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
     info.default_batch = 2, info.default_time = 1024, info.default_d_model = 64;
     info.extra = {{"--sinks", "S", "positions every query sees", 4, 0, 4096, true, 1},
                   {"--window", "W", "last positions a query sees", 32, 1, 1e6, true, 2}};
+    info.flags_fit = [](const lesson::Options& o) {  // (E % H != 0: the core says so)
+        const std::size_t D = o.d_model / o.heads;  // RoPE turns pairs of coordinates
+        return o.d_model % o.heads || D % 2 == 0 ? std::string()
+               : "--d-model / --heads = D must be even (RoPE turns pairs), not " + std::to_string(D);
+    };
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, H_kv = H % 2 == 0 ? H / 2 : H, D = E / H;

@@ -61,6 +61,9 @@ if(NAME STREQUAL "30_rope")
                     "--d-model 6 --heads 2|D must be even and at least 4, not 3"
                     "--d-model 4 --heads 2|D must be even and at least 4, not 2")
 endif()
+if(NAME STREQUAL "31_window_sinks")  # RoPE turns pairs
+  list(APPEND cases "--d-model 6 --heads 2|D must be even (RoPE turns pairs), not 3")
+endif()
 foreach(case IN LISTS cases)
   string(FIND "${case}" "|" bar)
   string(SUBSTRING "${case}" 0 ${bar} args)
