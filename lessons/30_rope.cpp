@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
         }
         L.code("x1 * cos - x2 * sin  # llama2.c: q0 * fcr - q1 * fci");
         L.say("The pair moves on a circle, its length kept: fast for p = 0, barely for "
-              "the last pair. D / 2 such clocks tell the position, adding nothing to x.");
+              "the last pair. D/2 such clocks tell the position, adding nothing to x.");
 
         L.section("2. RoPE on every head, written out");
         // pair p: (2p, 2p + 1) interleaved (llama2.c), (p, p + D/2) rotate-half; t: offset + t
