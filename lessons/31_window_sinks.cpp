@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
                   {"--window", "W", "last positions a query sees", 32, 1, 1e6, true, 2}};
     info.flags_fit = [](const lesson::Options& o) {  // (E % H != 0: the core says so)
         const std::size_t D = o.d_model / o.heads;  // RoPE turns pairs of coordinates
-        return o.d_model % o.heads || D % 2 == 0 ? std::string()
-               : "--d-model / --heads = D must be even (RoPE turns pairs), not " + std::to_string(D);
+        return o.d_model % o.heads || D % 2 == 0 ? std::string() : "--d-model / --heads = D "
+               "must be even (RoPE turns pairs), not " + std::to_string(D);
     };
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
             std::printf("  t0 = %zu goes to slot %zu, over position %zu = t0 - W\n", t0,
                         slot, mine.position[slot]);
         else
-            std::printf("  T = %zu <= S + W = %zu: no position reuses a slot; the last, t0 = %zu,"
-                        " fills slot %zu\n", T, S + W, t0, slot);
+            std::printf("  T = %zu <= S + W = %zu: no slot is reused; t0 = T - 1 = %zu fills "
+                        "slot %zu\n", T, S + W, t0, slot);
         const mha::Tensor3 x_t = at(X, t0, t0 + 1);  // [B, 1, E]
         const mha::Tensor4 q = apply_rope(split_heads(linear(x_t, m.wq), H), rope, t0);
         const mha::Tensor4 k_raw = split_heads(linear(x_t, m.wk), H_kv);  // [B,H_kv,1,D]
