@@ -120,9 +120,9 @@ int main(int argc, char** argv) {
             if (v.name == "causal") causal_tiles = bm.computed();
             std::printf("%-14s %10zu %8zu\n", v.name.c_str(), bm.computed(), bm.total());
         }
-        L.say("Causal computes the 16 x 17 / 2 = 136 tiles on or below the diagonal; a "
-              "window's count grows with T W, not T^2 (mha_bench --long: W = 1024 at "
-              "T = 16384).");
+        L.say("Causal computes the 16 x 17 / 2 = 136 tiles on or below the diagonal; a window's "
+              "count grows with T W, not T^2 (mha_bench --long: W = 1024 at T = 16384). Documents "
+              "is left out: it needs an id per position, and the gallery's are for its T.");
 
         L.section("4. The engine skips them and gives the stages' numbers");
         const mha::MultiHeadAttention m(E, H, mha::Init::xavier(L.opt.seed));

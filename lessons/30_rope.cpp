@@ -1,8 +1,7 @@
 // Lesson 30 (past the articles): rotary positions, RoPE.
 //
-// Adds: a stage between the projections and the scores: pair p of a head turns by
-// t * theta^(-2p/D) at position t, so q_i . k_j depends on i - j only; run, and the two
-// conventions met in code.
+// Adds: a stage between the projections and the scores: pair p of a head turns by t *
+// theta^(-2p/D) at position t, so q_i . k_j depends on i - j only; run, and two conventions.
 // Mirrors: Llama's apply_rotary_emb (pairs 2p, 2p+1, as llama2.c); Hugging Face's
 // q * cos + rotate_half(q) * sin (pairs p, p + D/2).
 //
@@ -22,6 +21,12 @@ int main(int argc, char** argv) {
     lesson::Info info;
     info.name = "30_rope", info.summary = "rotary positions: pairs turning with position";
     info.draws = true, info.dump_mb = 71.5;
+    info.flags_fit = [](const lesson::Options& o) {  // (E % H != 0: the core says so)
+        if (o.time < 2) return std::string("--time must be at least 2: at T = 1 nothing turns");
+        const std::size_t D = o.d_model / o.heads;  // two pairs, turning at different speeds
+        return o.d_model % o.heads || (D % 2 == 0 && D >= 4) ? std::string() : "--d-model / "
+               "--heads = D must be even and at least 4, not " + std::to_string(D);
+    };
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, D = E / H;
@@ -54,11 +59,10 @@ int main(int argc, char** argv) {
         }
         L.code("x1 * cos - x2 * sin  # llama2.c: q0 * fcr - q1 * fci");
         L.say("The pair moves on a circle, its length kept: fast for p = 0, barely for "
-              "the last pair. D / 2 such clocks tell the position, adding nothing to x.");
+              "the last pair. D/2 such clocks tell the position, adding nothing to x.");
 
         L.section("2. RoPE on every head, written out");
-        // Pair p is (2p, 2p + 1) interleaved (the paper, llama2.c), (p, p + D/2) in
-        // Hugging Face's rotate-half; position t of each sequence turns by offset + t.
+        // pair p: (2p, 2p + 1) interleaved (llama2.c), (p, p + D/2) rotate-half; t: offset + t
         auto rope = [&](const mha::Tensor4& x, bool half, std::size_t offset) {
             mha::Tensor4 y = x;  // [B, H, T, D]
             for (std::size_t b = 0; b < x.shape(0); ++b)
@@ -95,12 +99,9 @@ int main(int argc, char** argv) {
         auto late = xt::range(1, T), early = xt::range(0, T - 1);  // i and i - 1
         const double spread = max_abs_diff(xt::view(diag, 0, 0, late, late),
                                            xt::view(diag, 0, 0, early, early));
-        std::printf("  along each diagonal: max |score(i, j) - score(i-1, j-1)| = %s\n",
-                    sci(spread).c_str());
-        // sequence 0's q and k, every position shifted by s
-        const mha::Tensor4 q0 = xt::view(q, xt::range(0, 1));  // [1, H, T, D]
-        const mha::Tensor4 k0 = xt::view(k, xt::range(0, 1));
-        const mha::Tensor4 s0 = xt::view(s, xt::range(0, 1));  // [1, H, T, T]
+        std::printf("  each diagonal: max |S(i, j) - S(i-1, j-1)| = %s\n", sci(spread).c_str());
+        const mha::Tensor4 q0 = xt::view(q, xt::range(0, 1)), k0 = xt::view(k, xt::range(0, 1));
+        const mha::Tensor4 s0 = xt::view(s, xt::range(0, 1));  // [1, H, T, T], sequence 0
         std::puts(" shift s  max |S(i+s, j+s) - S(i, j)|    q alone shifted");
         double shifted = 0, moved = 0;
         for (std::size_t shift : {1, 10, 100, 1000, 4096}) {
@@ -143,8 +144,7 @@ int main(int argc, char** argv) {
         rc |= L.claim("S(i + s, j + s) = S(i, j) within 1e-4 up to s = 4096 (" +
                           sci(shifted) + "), the diagonals " + sci(spread),
                       shifted <= 1e-4 && spread <= 1e-4 && moved > 1e-3);
-        rc |= L.claim("the conventions differ (" + sci(apart) + "), agree permuted (" +
-                          sci(same) + ")", apart > 1e-3 && same < 1e-5 && moved_q < 1e-6);
-        return rc;
+        return rc | L.claim("the conventions differ (" + sci(apart) + "), agree permuted (" +
+                                sci(same) + ")", apart > 1e-3 && same < 1e-5 && moved_q < 1e-6);
     });
 }

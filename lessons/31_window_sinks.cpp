@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
     info.default_batch = 2, info.default_time = 1024, info.default_d_model = 64;
     info.extra = {{"--sinks", "S", "positions every query sees", 4, 0, 4096, true, 1},
                   {"--window", "W", "last positions a query sees", 32, 1, 1e6, true, 2}};
+    info.flags_fit = [](const lesson::Options& o) {  // (E % H != 0: the core says so)
+        const std::size_t D = o.d_model / o.heads;  // RoPE turns pairs of coordinates
+        return o.d_model % o.heads || D % 2 == 0 ? std::string() : "--d-model / --heads = D "
+               "must be even (RoPE turns pairs), not " + std::to_string(D);
+    };
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         const std::size_t B = L.opt.batch, T = L.opt.time, E = L.opt.d_model;
         const std::size_t H = L.opt.heads, H_kv = H % 2 == 0 ? H / 2 : H, D = E / H;
@@ -66,7 +71,8 @@ int main(int argc, char** argv) {
                "B, H_kv, S+W, D", "k_cache = torch.zeros(B, H_kv, S + W, D)",
                lesson::Show::shape_only);
 
-        L.section("2. One step written out: the first position that reuses a slot");
+        L.section(T > S + W ? "2. One step written out: the first position that reuses a slot"
+                            : "2. One step written out: the last position (T <= S + W)");
         const std::size_t t0 = std::min(T - 1, S + W);
         if (t0 > 0) mha::decode_rolling(m, at(X, 0, t0), cache);  // positions 0..t0-1
         mha::RollingCache mine = cache;  // a copy: the core's step starts where it did
@@ -75,6 +81,9 @@ int main(int argc, char** argv) {
         if (slot < mine.length())  // T > S + W: a slot is reused
             std::printf("  t0 = %zu goes to slot %zu, over position %zu = t0 - W\n", t0,
                         slot, mine.position[slot]);
+        else
+            std::printf("  T = %zu <= S + W = %zu: no slot is reused; t0 = T - 1 = %zu fills "
+                        "slot %zu\n", T, S + W, t0, slot);
         const mha::Tensor3 x_t = at(X, t0, t0 + 1);  // [B, 1, E]
         const mha::Tensor4 q = apply_rope(split_heads(linear(x_t, m.wq), H), rope, t0);
         const mha::Tensor4 k_raw = split_heads(linear(x_t, m.wk), H_kv);  // [B,H_kv,1,D]

@@ -55,6 +55,15 @@ elseif(NAME STREQUAL "24_poem_model")
 else()
   list(APPEND cases "--steps 10|unknown flag '--steps'")
 endif()
+# Lesson 30 turns nothing at T = 1 and needs two pairs that turn apart.
+if(NAME STREQUAL "30_rope")
+  list(APPEND cases "--time 1|--time must be at least 2: at T = 1 nothing turns"
+                    "--d-model 6 --heads 2|D must be even and at least 4, not 3"
+                    "--d-model 4 --heads 2|D must be even and at least 4, not 2")
+endif()
+if(NAME STREQUAL "31_window_sinks")  # RoPE turns pairs
+  list(APPEND cases "--d-model 6 --heads 2|D must be even (RoPE turns pairs), not 3")
+endif()
 foreach(case IN LISTS cases)
   string(FIND "${case}" "|" bar)
   string(SUBSTRING "${case}" 0 ${bar} args)
