@@ -126,13 +126,11 @@ void mask_part(float* row, std::size_t cols, std::size_t b, std::size_t h, std::
 
 }  // namespace
 
-void soft_cap(float* row, std::size_t cols, float cap) { soft_cap_row(row, cols, cap, nullptr); }
-
 // Cap, bias, mask and the causal limit on one row: keys j0 .. j0+cols-1 of query i.
 void bias_and_mask(float* row, std::size_t cols, std::size_t b, std::size_t h, std::size_t i,
                    std::size_t j0, const HeadSizes& s, const Mask* mask, float fill,
                    const Tensor4* score_bias) {
-    if (s.softcap > 0.0f) soft_cap(row, cols, s.softcap);
+    if (s.softcap > 0.0f) soft_cap_row(row, cols, s.softcap, nullptr);
     add_bias(row, cols, b, h, i, j0, score_bias);
     mask_part(row, cols, b, h, i, j0, s, mask, fill);
 }
@@ -273,7 +271,7 @@ std::size_t attend_head_tiled(const Head& x, std::size_t b, std::size_t h, const
             //    e^{m_old - m_new}, this tile's e^{s - m_new}
             for (std::size_t r = 0; r < rows; ++r) {
                 float* row = tile + r * kKeyBlock;
-                if (s.softcap > 0.0f) soft_cap(row, cols, s.softcap);
+                if (s.softcap > 0.0f) soft_cap_row(row, cols, s.softcap, nullptr);
                 add_bias(row, cols, b, h, i0 + r, j0, score_bias);
                 for (std::size_t p = 0; p < n_partial; ++p) {
                     const std::size_t off = partial[p] * C, n = std::min(C, cols - off);

@@ -49,13 +49,6 @@ struct HeadSizes {
     float softcap = 0.0f;
 };
 
-/// Soft-capping on one row of scaled scores, in place: \f$s \to C \tanh(s / C)\f$
-/// (the first step between the product and the bias, forward and backward).
-/// @param row  @p cols scores
-/// @param cols how many
-/// @param cap  C, above 0
-void soft_cap(float* row, std::size_t cols, float cap);
-
 /// How many leading key columns a block of query rows needs: past the last
 /// key any of its rows sees, every weight is exactly 0 under the -inf fill.
 /// @param mask `[B or 1, H or 1, Tq or 1, Tk]`
