@@ -128,6 +128,13 @@ int text_px(const std::string& text) {
 
 namespace {
 const char* const kAllowed = "#5ec962";  // a mask's 1, a tile computed whole
+
+// Every picture's first line: its size, and fonts that carry the articles' Chinese.
+std::string svg_open(int width, int height) {
+    return "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(width) +
+           "' height='" + std::to_string(height) +
+           "' font-family='DejaVu Sans, Noto Sans CJK SC, sans-serif' font-size='12'>\n";
+}
 }  // namespace
 
 std::vector<Kind> mask_kinds() {
@@ -186,8 +193,7 @@ std::string heatmap(const std::vector<Grid>& grids, const Style& s) {
         return viridis(s.hi > s.lo ? (v - s.lo) / (s.hi - s.lo) : 0);
     };
     std::ostringstream o;
-    o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height
-      << "' font-family='DejaVu Sans, Noto Sans CJK SC, sans-serif' font-size='12'>\n"
+    o << svg_open(width, height)
       << "<defs><pattern id='hatch' width='6' height='6' patternUnits='userSpaceOnUse' "
          "patternTransform='rotate(45)'><rect width='6' height='6' fill='#d9d9d9'/>"
          "<line x1='0' y1='0' x2='0' y2='6' stroke='#7f7f7f' stroke-width='2'/></pattern>";
@@ -328,9 +334,7 @@ std::string line_plot(const std::string& title, const std::string& x_label,
     auto py = [&](double v) { return top + h - (v - ylo) / (yhi - ylo) * h; };
     static const char* colours[] = {"#21918c", "#b35806", "#3b528b", "#5ec962"};
     std::ostringstream o;
-    o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << left + w + 170 << "' height='"
-      << top + h + 50 << "' font-family='DejaVu Sans, Noto Sans CJK SC, sans-serif' "
-      << "font-size='12'>\n"
+    o << svg_open(left + w + 170, top + h + 50)
       << "<rect width='100%' height='100%' fill='white'/>\n"
       << "<text x='" << left << "' y='20' font-size='15' font-weight='bold'>" << escape(title)
       << "</text>\n<path d='M" << left << ',' << top << " V" << top + h << " H" << left + w
@@ -378,9 +382,7 @@ std::string bar_chart(const std::string& title, const std::string& x_label,
     const double xhi = ticks.back();
     auto px = [&](double v) { return left + std::max(0.0, v) / xhi * w; };
     std::ostringstream o;
-    o << "<svg xmlns='http://www.w3.org/2000/svg' width='"
-      << std::max(left + w + 30, int(px(hi)) + note_w + 30) << "' height='" << top + h + 50
-      << "' font-family='DejaVu Sans, Noto Sans CJK SC, sans-serif' font-size='12'>\n"
+    o << svg_open(std::max(left + w + 30, int(px(hi)) + note_w + 30), top + h + 50)
       << "<rect width='100%' height='100%' fill='white'/>\n"
       << "<text x='10' y='22' font-size='15' font-weight='bold'>" << escape(title)
       << "</text>\n";
@@ -614,9 +616,7 @@ std::string blocks(const std::string& title, const std::string& shown,
              << " to " << number(m, 3) << ")</text>\n";
     }
     std::ostringstream o;
-    o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << std::max(width, 560)
-      << "' height='" << y + 16 << "' font-family='DejaVu Sans, Noto Sans CJK SC, sans-serif' "
-      << "font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n"
+    o << svg_open(std::max(width, 560), y + 16) << "<rect width='100%' height='100%' fill='white'/>\n"
       << "<text x='" << left << "' y='20' font-size='15' font-weight='bold'>" << escape(title)
       << "</text>\n";
     if (!shown.empty())
