@@ -282,7 +282,8 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                                           dctx.data() + (h - g * group) * D, GD,
                                           &t.lse(b, h, 0), dq_h, dk_g, dv_g};
                         head_backward_tiled(x, b, h, sizes, in.mask, in.fill, in.score_bias);
-                        column_sums(dq_h, Tq, D, D, db_q.data() + b * E + h * D);
+                        if (in.rope == nullptr)  // with RoPE: summed below, once turned back
+                            column_sums(dq_h, Tq, D, D, db_q.data() + b * E + h * D);
                         stream_rows(dq_h, D, Tq, D, dq_p + b * Tq * ldq + h * D, ldq);
                     }
                 }
@@ -302,11 +303,13 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
                     head_backward(b, h, dP.data(), dctx.data(), packed ? vt_g : nullptr,
                                   at_once ? kv_cols : D, packed ? kp_g : nullptr, kv_bad,
                                   q_finite, cols.data(), dq_h, dk_g, dv_g);
-                    column_sums(dq_h, Tq, D, D, db_q.data() + b * E + h * D);
+                    if (in.rope == nullptr)  // with RoPE: summed below, once turned back
+                        column_sums(dq_h, Tq, D, D, db_q.data() + b * E + h * D);
                     stream_rows(dq_h, D, Tq, D, dq_p + b * Tq * ldq + h * D, ldq);
                 }
                 const std::size_t ko = b * Tk * ldkv + g * D;
-                column_sums(dk_g, Tk, D, D, db_k.data() + b * Ekv + g * D);
+                if (in.rope == nullptr)  // with RoPE: summed below, once turned back
+                    column_sums(dk_g, Tk, D, D, db_k.data() + b * Ekv + g * D);
                 column_sums(dv_g, Tk, D, D, db_v.data() + b * Ekv + g * D);
                 stream_rows(dk_g, D, Tk, D, dk_p + ko, ldkv);
                 stream_rows(dv_g, D, Tk, D, dv_p + ko, ldkv);
@@ -317,16 +320,17 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
         stream_fence();  // before step 3 reads them, on other threads too
     });
     g.w_o.bias = sum_of_pieces(db_o, B, E);
-    g.wq.bias = sum_of_pieces(db_q, B, E);
-    g.wk.bias = sum_of_pieces(db_k, B, Ekv);
-    if (in.rope != nullptr) {
+    if (in.rope == nullptr) {
+        g.wq.bias = sum_of_pieces(db_q, B, E);
+        g.wk.bias = sum_of_pieces(db_k, B, Ekv);
+    } else {
         // RoPE's backward: q_rot = R q gives dq = R^T dq_rot (R is a
         // rotation), the same for k; their biases' gradients are then the
         // column sums of the turned-back rows, in order of the rows
         rope_rows(dq_p, B * Tq, Tq, H, D, ldq, *in.rope, true);
         rope_rows(dk_p, B * Tk, Tk, H_kv, D, ldkv, *in.rope, true);
-        g.wq.bias.fill(0.0f);
-        g.wk.bias.fill(0.0f);
+        g.wq.bias = xt::zeros<float>({E});
+        g.wk.bias = xt::zeros<float>({Ekv});
         for (std::size_t r = 0; r < B * Tq; ++r)
             for (std::size_t c = 0; c < E; ++c) g.wq.bias(c) += dq_p[r * ldq + c];
         for (std::size_t r = 0; r < B * Tk; ++r)
