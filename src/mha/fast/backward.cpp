@@ -329,12 +329,10 @@ AttentionGrads backward(const MultiHeadAttention& m, const Call& in, const Forwa
         // column sums of the turned-back rows, in order of the rows
         rope_rows(dq_p, B * Tq, Tq, H, D, ldq, *in.rope, true);
         rope_rows(dk_p, B * Tk, Tk, H_kv, D, ldkv, *in.rope, true);
-        g.wq.bias = xt::zeros<float>({E});
-        g.wk.bias = xt::zeros<float>({Ekv});
-        for (std::size_t r = 0; r < B * Tq; ++r)
-            for (std::size_t c = 0; c < E; ++c) g.wq.bias(c) += dq_p[r * ldq + c];
-        for (std::size_t r = 0; r < B * Tk; ++r)
-            for (std::size_t c = 0; c < Ekv; ++c) g.wk.bias(c) += dk_p[r * ldkv + c];
+        g.wq.bias = Tensor1::from_shape({E});
+        g.wk.bias = Tensor1::from_shape({Ekv});
+        column_sums(dq_p, B * Tq, E, ldq, g.wq.bias.data());
+        column_sums(dk_p, B * Tk, Ekv, ldkv, g.wk.bias.data());
     }
     g.wv.bias = sum_of_pieces(db_v, B, Ekv);
     // each scratch tensor below goes as soon as it is used: the peak memory
