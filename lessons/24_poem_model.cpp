@@ -1,9 +1,8 @@
 // Lesson 24 (past the articles): a model of Tang poems, trained here.
 //
-// Lesson 20's model learns lesson 23's poems, split and counted the same way. Against
-// lesson 23's baselines it must show what no bigram knows: where a line ends. Then it
-// writes poems: do they keep the form, and how much do they copy? Lesson 25 opens its
-// heads. B windows, T_max positions, V tokens, E, H, L layers.
+// Lesson 20's model learns lesson 23's poems. Against lesson 23's baselines it must show
+// what no bigram knows, where a line ends; then it writes poems: do they keep the form,
+// and how much do they copy? Lesson 25 opens its heads. B windows, T_max, V, E, H, L.
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -23,7 +22,8 @@ int main(int argc, char** argv) {
     info.tiny_time = 32, info.tiny_d_model = 32;
     info.extra = {{"--steps", "N", "most training steps", 600, 10, 20000, true, 150},
                   {"--temperature", "X", "sampling temperature", 0.7, 0, 5, false},
-                  {"--top-k", "K", "sample among the K likeliest", 10, 1, 100000, true}};
+                  {"--top-k", "K", "sample among the K likeliest", 10, 1, 100000, true},
+                  {"--made-up", "X", "share of made-up poems (--train)", 0, 0, 1, false}};
     info.text = {{"--train", "", "train here (minutes) instead of loading data/tang"},
                  {"--corpus", "FILE", "poems in FILE, UTF-8, '%' or blank lines between"},
                  {"--save", "DIR", "write the trained model there (data/tang's format)"},
@@ -49,9 +49,11 @@ int main(int argc, char** argv) {
             t.model = {v.size(), T, E, L.opt.heads, 4 * E, layers};
             t.batch = L.opt.batch, t.steps = int(L.opt.extra.at("--steps"));
             t.seed = 34 + L.opt.seed, t.lr = L.opt.tiny ? 3e-3f : 1e-3f;
+            t.made_up = L.opt.extra.at("--made-up");  // real lines of one shape, new order
+            const mha::LineBank lines = mha::line_bank(s.train, v);  // by shape: 5 5, 7 7
             mha::Progress bar(t.steps, double(t.batch * T), mha::stderr_if_terminal());
             const mha::PoemRun run = mha::train_poems(t, ids, val, 0,
-                [&](const mha::TrainLogRow& r) { bar.update(r.step, r.train_loss); });
+                [&](const auto& r) { bar.update(r.step, r.train_loss); }, lines);
             SHOWN(L, c.model = run.best);  // the step of lowest validation loss
             c.best_step = run.best_step, c.best_val = run.best_val, c.log = run.log;
             if (L.opt.text.count("--save"))
@@ -61,7 +63,6 @@ int main(int argc, char** argv) {
             SHOWN(L, c = mha::load_poem_checkpoint(model_of(L.opt)));  // vocabulary v
             L.code("model.load_state_dict(...)  # the .npy files of data/tang");
         }
-        const mha::ModelConfig m = c.model.config();
         const auto dir = L.opt.text.count("--model") ? model_of(L.opt) : "data/tang";
         lesson::print_run(c, trains(L.opt) ? "trained here" : dir);  // sizes, 8 log rows
 
@@ -118,8 +119,8 @@ int main(int argc, char** argv) {
         };
         std::printf("32 poems from      format  copied  differ   poem 0's first line\n");
         mha::Rng rng(L.opt.seed + 5);  // every row draws from the same seed
-        const double bigram_form =
-            row("  the bigram", mha::bigram_poems(g, v, 32, m.max_len - 1, rng));
+        const double bigram_form = row("  the bigram",
+            mha::bigram_poems(g, v, 32, c.training.model.max_len - 1, rng));
         double form = 0, best = 0, greedy = 0;  // the flags', the best above t 0, at t 0
         for (const auto& [t, k] : std::set<std::pair<float, std::size_t>>{
                  {0.0f, K}, {0.4f, K}, {1.0f, K}, {temp, K}, {temp, 2}}) {

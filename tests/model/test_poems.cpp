@@ -118,6 +118,91 @@ TEST_CASE("poem_batch: windows start at a <poem> or a \\n and y is x shifted by 
     CHECK_THROWS_AS(mha::poem_batch(ids, 1, 15, rng), std::invalid_argument);
 }
 
+namespace poems_test {
+
+// Ids 0-4: <unk> <poem> \n ， 。, then a-g from 5.
+mha::Vocab line_vocab() {  // a function: Vocab's names are statics of another file
+    return mha::Vocab({"<unk>", "<poem>", "\n", "，", "。", "a", "b", "c", "d", "e", "f", "g"});
+}
+
+// Lines of shape 2 2 (three), one of shape 1 2, and a last line without a mark.
+std::vector<mha::Poem> shaped_poems() {
+    const auto line = [](const std::string& s) {  // one token per byte, then "\n"
+        mha::Poem p;
+        for (std::size_t i = 0; i < s.size();) {
+            const std::size_t n = (s[i] & 0x80) ? 3 : 1;  // "，" and "。" are 3 bytes
+            p.push_back(s.substr(i, n)), i += n;
+        }
+        p.push_back("\n");
+        return p;
+    };
+    mha::Poem one = line("ab，cd。"), two = line("bc，de。");
+    for (const auto& l : {line("ef，ga。"), line("a，bc。")})
+        one.insert(one.end(), l.begin(), l.end());
+    const mha::Poem tail = line("abc");
+    two.insert(two.end(), tail.begin(), tail.end());
+    return {one, two};
+}
+
+}  // namespace poems_test
+
+TEST_CASE("line_bank and made_up_poem: lines by shape, the rare shapes left out, one shape a poem") {
+    const auto ids = [](std::initializer_list<std::int32_t> l) {
+        return std::vector<std::int32_t>(l);
+    };
+    const mha::LineBank all = mha::line_bank(shaped_poems(), line_vocab(), 1);
+    REQUIRE(all.size() == 2);  // 2 2 first seen, then 1 2; "abc" has no mark
+    using Lines = std::vector<std::vector<std::int32_t>>;
+    CHECK(all[0] == Lines{ids({5, 6, 3, 7, 8, 4, 2}), ids({9, 10, 3, 11, 5, 4, 2}),
+                          ids({6, 7, 3, 8, 9, 4, 2})});
+    CHECK(all[1] == Lines{ids({5, 3, 6, 7, 4, 2})});
+    const mha::LineBank bank = mha::line_bank(shaped_poems(), line_vocab(), 2);
+    REQUIRE(bank.size() == 1);  // 1 2 has one line only
+    mha::Rng rng(7);
+    std::set<std::vector<std::int32_t>> used;
+    for (int n = 0; n < 20; ++n) {
+        const std::vector<std::int32_t> p = mha::made_up_poem(bank, 23, rng);
+        REQUIRE(p.size() == 24);
+        CHECK(p[0] == 1);  // <poem>, then whole lines of the bank, the last one cut
+        for (std::size_t at = 1; at < p.size(); at += 7) {
+            const std::size_t n_ids = std::min<std::size_t>(7, p.size() - at);
+            const std::vector<std::int32_t> piece(p.begin() + long(at),
+                                                  p.begin() + long(at + n_ids));
+            const bool found = std::any_of(bank[0].begin(), bank[0].end(), [&](const auto& l) {
+                return std::equal(piece.begin(), piece.end(), l.begin());
+            });
+            CHECK(found);
+            if (n_ids == 7) used.insert(piece);
+        }
+    }
+    CHECK(used.size() == 3);  // every line is drawn
+    CHECK_THROWS_AS(mha::made_up_poem({}, 8, rng), std::invalid_argument);
+}
+
+TEST_CASE("poem_batch with made-up poems: share 0 draws as before, the share made up, bad share refused") {
+    const std::vector<std::int32_t> ids = {1, 10, 11, 12, 2, 13, 14, 2, 1, 15, 2, 16, 17, 18, 2};
+    const mha::LineBank bank = mha::line_bank(shaped_poems(), line_vocab(), 2);
+    mha::Rng a(3), b(3);
+    const mha::TokenBatch plain = mha::poem_batch(ids, 40, 3, a);
+    const mha::TokenBatch none = mha::poem_batch(ids, 40, 3, b, bank, 0.0);
+    CHECK(plain.x == none.x);
+    CHECK(plain.y == none.y);
+    CHECK(a.uniform(0, 1) == b.uniform(0, 1));  // the same draws, no more
+    for (const double share : {0.25, 1.0}) {
+        const mha::TokenBatch m = mha::poem_batch(ids, 400, 3, a, bank, share);
+        std::size_t made_up = 0;  // rows <poem> x y ， : the text has no mark
+        for (std::size_t i = 0; i < 400; ++i) {
+            made_up += m.y(i, 2) == 3;
+            if (m.y(i, 2) == 3) CHECK(m.x(i, 0) == 1);
+            for (std::size_t j = 0; j < 2; ++j) CHECK(m.y(i, j) == m.x(i, j + 1));
+        }
+        CHECK(double(made_up) == doctest::Approx(400 * share).epsilon(0.2));  // binomial: sd 9
+    }
+    CHECK_THROWS_AS(mha::poem_batch(ids, 1, 3, a, bank, 1.5), std::invalid_argument);
+    CHECK_THROWS_AS(mha::poem_batch(ids, 1, 3, a, bank, -0.1), std::invalid_argument);
+    CHECK_THROWS_AS(mha::poem_batch(ids, 1, 3, a, {}, 0.5), std::invalid_argument);
+}
+
 TEST_CASE("Ngrams: each a distribution over V and losses from the counts and alpha by validation") {
     const std::vector<std::int32_t> ids = {1, 3, 4, 3, 4, 3, 5, 2};  // 7 targets
     const std::size_t V = 6;
@@ -211,8 +296,10 @@ TEST_CASE("data/tang: the training split's vocabulary and 20 steps give the log'
     c.batch = std::size_t(get("batch")), c.steps = int(get("steps")), c.lr = float(get("lr"));
     c.clip = get("clip"), c.eval_every = int(get("eval_every"));
     c.patience = int(get("patience")), c.seed = std::uint64_t(get("seed"));
+    c.made_up = mha::load_poem_checkpoint(kTang.string()).training.made_up;  // 0 if absent
     const auto val = mha::poem_windows(s.validation, v, c.model.max_len);
-    const mha::PoemRun run = mha::train_poems(c, mha::poem_ids(s.train, v), val, 20);
+    const mha::PoemRun run = mha::train_poems(c, mha::poem_ids(s.train, v), val, 20, nullptr,
+                                              mha::line_bank(s.train, v));
     const std::vector<mha::TrainLogRow> log = mha::load_train_log((kTang / "train_log.tsv").string());
     REQUIRE(log.size() >= 20);
     for (std::size_t i = 0; i < 20; ++i) {
@@ -258,8 +345,10 @@ TEST_CASE("poem checkpoints: saved then loaded give the same model and vocabular
     const auto val = mha::poem_windows(s.validation, v, 8);
     const mha::PoemRun run = mha::train_poems(c, mha::poem_ids(s.train, v), val);
     const std::string dir = (fs::temp_directory_path() / "mha_poem_checkpoint").string();
+    c.made_up = 0.25;  // saved with the rest (this run drew no made-up poem)
     mha::save_poem_checkpoint({run.best, v, c, run.best_step, run.best_val, run.log}, dir);
     const mha::PoemCheckpoint back = mha::load_poem_checkpoint(dir);
+    CHECK(back.training.made_up == 0.25);
     CHECK(back.vocab.tokens() == v.tokens());
     CHECK(back.training.lr == c.lr);
     CHECK(back.training.seed == 5);

@@ -52,6 +52,16 @@ std::vector<std::vector<std::int32_t>> poem_windows(const std::vector<Poem>& poe
 
 TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, std::size_t t,
                       Rng& rng) {
+    return poem_batch(ids, batch, t, rng, {}, 0.0);
+}
+
+TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, std::size_t t,
+                      Rng& rng, const LineBank& bank, double share) {
+    if (!(share >= 0 && share <= 1))
+        throw std::invalid_argument("poem_batch: the made-up share " + std::to_string(share) +
+                                    " is not in [0, 1]");
+    if (share > 0 && bank.empty())
+        throw std::invalid_argument("poem_batch: made-up poems need a line bank; it is empty");
     std::vector<std::size_t> starts;  // a <poem> or a \n, T + 1 ids before the end
     for (std::size_t o = 0; o + t < ids.size(); ++o)
         if (ids[o] == 1 || ids[o] == 2) starts.push_back(o);
@@ -61,11 +71,58 @@ TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, s
                                     std::to_string(t + 1));
     TokenBatch b{Tokens({batch, t}), Tokens({batch, t})};  // x, y [B, T]
     for (std::size_t i = 0; i < batch; ++i) {
+        if (share > 0 && rng.uniform(0.0f, 1.0f) < share) {
+            const std::vector<std::int32_t> w = made_up_poem(bank, t, rng);  // T + 1 ids
+            for (std::size_t j = 0; j < t; ++j) b.x(i, j) = w[j], b.y(i, j) = w[j + 1];
+            continue;
+        }
         const std::size_t k = std::size_t(rng.uniform(0.0f, float(starts.size())));
         const std::size_t o = starts[k % starts.size()];
         for (std::size_t j = 0; j < t; ++j) b.x(i, j) = ids[o + j], b.y(i, j) = ids[o + j + 1];
     }
     return b;
+}
+
+LineBank line_bank(const std::vector<Poem>& poems, const Vocab& v, std::size_t min_lines) {
+    std::vector<std::vector<std::size_t>> shapes;  // the bank's shapes, in its order
+    LineBank bank;
+    for (const Poem& p : poems) {
+        std::vector<std::int32_t> line;
+        std::vector<std::size_t> shape;  // characters between marks
+        std::size_t n = 0;
+        for (const std::string& c : p) {
+            line.push_back(v.id(c));
+            if (is_mark(c)) shape.push_back(n), n = 0;
+            else if (c != Vocab::line_end) ++n;
+            if (c != Vocab::line_end) continue;
+            if (n == 0 && !shape.empty()) {  // a line that ends on a mark
+                std::size_t k = std::size_t(std::find(shapes.begin(), shapes.end(), shape) -
+                                            shapes.begin());
+                if (k == shapes.size()) shapes.push_back(shape), bank.emplace_back();
+                bank[k].push_back(line);
+            }
+            line.clear(), shape.clear(), n = 0;
+        }
+    }
+    LineBank kept;
+    for (auto& lines : bank)
+        if (lines.size() >= min_lines) kept.push_back(std::move(lines));
+    return kept;
+}
+
+std::vector<std::int32_t> made_up_poem(const LineBank& bank, std::size_t t, Rng& rng) {
+    if (bank.empty()) throw std::invalid_argument("made_up_poem: the line bank is empty");
+    const auto pick = [&rng](std::size_t n) {  // uniform in [0, n)
+        return std::min(n - 1, std::size_t(rng.uniform(0.0f, float(n))));
+    };
+    const auto& lines = bank[pick(bank.size())];  // one shape
+    std::vector<std::int32_t> poem = {1};        // <poem>
+    while (poem.size() < t + 1) {
+        const auto& line = lines[pick(lines.size())];
+        poem.insert(poem.end(), line.begin(), line.end());
+    }
+    poem.resize(t + 1);
+    return poem;
 }
 
 namespace {
@@ -165,7 +222,8 @@ Ngrams fit_ngrams(const std::vector<std::int32_t>& train_ids, std::size_t vocab,
 
 PoemRun train_poems(const PoemTraining& c, const std::vector<std::int32_t>& train_ids,
                     const std::vector<std::vector<std::int32_t>>& validation, int stop_after,
-                    const std::function<void(const TrainLogRow&)>& on_step) {
+                    const std::function<void(const TrainLogRow&)>& on_step,
+                    const LineBank& lines) {
     LanguageModel m = make_language_model(c.model, c.seed);
     Rng batches(c.seed + 1);
     Adam adam(c.lr);
@@ -175,7 +233,8 @@ PoemRun train_poems(const PoemTraining& c, const std::vector<std::int32_t>& trai
     int since_best = 0;
     const int last = stop_after > 0 ? std::min(stop_after, c.steps) : c.steps;
     for (int step = 1; step <= last; ++step) {
-        const TokenBatch b = poem_batch(train_ids, c.batch, c.model.max_len, batches);  // [B, T]
+        const TokenBatch b = poem_batch(train_ids, c.batch, c.model.max_len, batches, lines,
+                                        c.made_up);  // [B, T]
         adam.set_lr(schedule.at(step));
         const StepReport r = train_step(m, adam, b, trace, c.clip);
         TrainLogRow row{step, r.loss, std::nan(""), r.lr};
@@ -348,7 +407,8 @@ void save_poem_checkpoint(const PoemCheckpoint& c, const std::string& dir) {
                   {"batch", double(t.batch)}, {"steps", double(t.steps)}, {"lr", double(t.lr)},
                   {"clip", t.clip}, {"eval_every", double(t.eval_every)},
                   {"patience", double(t.patience)}, {"seed", double(t.seed)},
-                  {"best_step", double(c.best_step)}, {"best_val", c.best_val}},
+                  {"made_up", t.made_up}, {"best_step", double(c.best_step)},
+                  {"best_val", c.best_val}},
                  dir + "/config.json");
     save_train_log(c.log, dir + "/train_log.tsv");
 }
@@ -370,6 +430,10 @@ PoemCheckpoint load_poem_checkpoint(const std::string& dir) {
     t.batch = size("batch"), t.steps = int(size("steps")), t.eval_every = int(size("eval_every"));
     t.patience = int(size("patience")), t.seed = size("seed");
     t.lr = float(number(n, "lr", config)), t.clip = number(n, "clip", config);
+    if (std::any_of(n.begin(), n.end(), [](const auto& f) { return f.first == "made_up"; }))
+        t.made_up = number(n, "made_up", config);  // absent: none, as before it was a field
+    if (!(t.made_up >= 0 && t.made_up <= 1))
+        throw std::invalid_argument(config + ": \"made_up\" must be in [0, 1]");
     Vocab v = load_vocab(dir + "/vocab.json");
     if (v.size() != t.model.vocab)
         throw std::invalid_argument(dir + "/vocab.json: " + std::to_string(v.size()) +

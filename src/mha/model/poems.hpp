@@ -72,6 +72,39 @@ std::vector<std::vector<std::int32_t>> poem_windows(const std::vector<Poem>& poe
 TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, std::size_t t,
                       Rng& rng);
 
+/// The training poems' lines (each a couplet: its ids up to and with its
+/// "\n") grouped by shape, the counts of characters between its marks
+/// (5 5 or 7 7): `[shape][line][id]`, shapes in order of first appearance.
+using LineBank = std::vector<std::vector<std::vector<std::int32_t>>>;
+
+/// line_bank(): the lines of @p poems by shape; a shape of fewer than
+/// @p min_lines lines (the irregular ones) is left out.
+/// @param poems     the training poems
+/// @param v         the vocabulary (is_mark() on its tokens)
+/// @param min_lines the fewest lines a kept shape has
+/// @return          the bank, perhaps empty
+LineBank line_bank(const std::vector<Poem>& poems, const Vocab& v, std::size_t min_lines = 20);
+
+/// A poem that no poet wrote: `<poem>` and then lines of one shape, drawn
+/// from the bank (the shape uniformly, then each line uniformly), cut at
+/// T + 1 ids. Its form is right everywhere, its lines are real, their order
+/// is new: more poems to learn the form from than the 250 there are, while
+/// what the characters say cannot be learnt by heart from the order.
+/// @param bank line_bank()'s, not empty
+/// @param t    T: the poem has T + 1 ids
+/// @param rng  draws the shape and the lines
+/// @return     T + 1 ids
+/// @throws std::invalid_argument for an empty bank.
+std::vector<std::int32_t> made_up_poem(const LineBank& bank, std::size_t t, Rng& rng);
+
+/// poem_batch(), but each of the B windows is a made_up_poem() with
+/// probability @p share (one uniform draw per window, before the window's
+/// own draws): share 0 is poem_batch() draw for draw.
+/// @throws std::invalid_argument as poem_batch(), or for share > 0 with an
+///         empty bank or share outside [0, 1].
+TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, std::size_t t,
+                      Rng& rng, const LineBank& bank, double share);
+
 /// What a model (or a baseline) says about one target.
 struct Prediction {
     std::int32_t previous;  ///< the id before the target
@@ -151,6 +184,7 @@ struct PoemTraining {
     int eval_every = 25;     ///< steps between two validation losses
     int patience = 8;        ///< stop after this many validations without a new best
     std::uint64_t seed = 34; ///< the weights' and the batches' seed
+    double made_up = 0;      ///< the share of windows that are made_up_poem()s
 };
 
 /// One step of the training log.
@@ -170,8 +204,8 @@ struct PoemRun {
 };
 
 /// Trains a model from make_language_model(c.model, c.seed) with Adam on
-/// poem_batch() windows of the training text (T = T_max, drawn from
-/// Rng(c.seed + 1)), LrSchedule{c.lr, c.steps / 20, c.steps, 0.1}, clipping
+/// poem_batch() windows of the training text, a share c.made_up of them
+/// made up from @p lines (T = T_max, drawn from Rng(c.seed + 1)), LrSchedule{c.lr, c.steps / 20, c.steps, 0.1}, clipping
 /// at c.clip; every c.eval_every steps measures the validation loss and keeps
 /// the best weights; stops after c.patience validations without a new best,
 /// at c.steps, or after @p stop_after steps (0: no such limit), whichever
@@ -181,11 +215,13 @@ struct PoemRun {
 /// @param validation the validation windows
 /// @param stop_after the most steps to run now, e.g. 20 to re-run a log's start
 /// @param on_step    called after each step with its row (may be empty)
+/// @param lines      line_bank() of the training poems when c.made_up > 0
 /// @return           the best weights, their step and loss, the log
 /// @throws std::invalid_argument as make_language_model() or poem_batch().
 PoemRun train_poems(const PoemTraining& c, const std::vector<std::int32_t>& train_ids,
                     const std::vector<std::vector<std::int32_t>>& validation, int stop_after = 0,
-                    const std::function<void(const TrainLogRow&)>& on_step = nullptr);
+                    const std::function<void(const TrainLogRow&)>& on_step = nullptr,
+                    const LineBank& lines = {});
 
 /// Writes the log as train_log.tsv: a header `step train_loss val_loss lr`
 /// (tab-separated), then a row a step, losses to 17 digits (exact for a
