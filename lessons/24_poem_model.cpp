@@ -23,7 +23,9 @@ int main(int argc, char** argv) {
     info.extra = {{"--steps", "N", "most training steps", 600, 10, 20000, true, 150},
                   {"--temperature", "X", "sampling temperature", 0.7, 0, 5, false},
                   {"--top-k", "K", "sample among the K likeliest", 10, 1, 100000, true},
-                  {"--made-up", "X", "share of made-up poems (--train)", 0, 0, 1, false}};
+                  {"--made-up", "X", "share of made-up poems (--train)", 0, 0, 1, false},
+                  {"--dropout", "X", "dropout while training (--train)", 0, 0, 0.9, false},
+                  {"--smoothing", "X", "label smoothing (--train)", 0, 0, 0.9, false}};
     info.text = {{"--train", "", "train here (minutes) instead of loading data/tang"},
                  {"--corpus", "FILE", "poems in FILE, UTF-8, '%' or blank lines between"},
                  {"--save", "DIR", "write the trained model there (data/tang's format)"},
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
             t.batch = L.opt.batch, t.steps = int(L.opt.extra.at("--steps"));
             t.seed = 34 + L.opt.seed, t.lr = L.opt.tiny ? 3e-3f : 1e-3f;
             t.made_up = L.opt.extra.at("--made-up");  // real lines of one shape, new order
+            t.dropout = float(L.opt.extra.at("--dropout"));
+            t.smoothing = L.opt.extra.at("--smoothing");
             const mha::LineBank lines = mha::line_bank(s.train, v);  // by shape: 5 5, 7 7
             mha::Progress bar(t.steps, double(t.batch * T), mha::stderr_if_terminal());
             const mha::PoemRun run = mha::train_poems(t, ids, val, 0,

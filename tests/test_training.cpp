@@ -155,6 +155,40 @@ TEST_CASE("cross-entropy: log V at equal logits, its gradient, and the count rig
     CHECK_THROWS_AS(mha::cross_entropy(z, tokens_of({{0, 1}})), std::invalid_argument);
 }
 
+TEST_CASE("cross-entropy with label smoothing: the mixed target's loss and gradient, as PyTorch's") {
+    const mha::Tokens y = tokens_of({{0, 3, 1}, {2, 2, 0}});
+    mha::Rng rng(5);
+    mha::Tensor3 z = mha::randn(2, 3, 4, rng) * 3.0f;
+    const double eps = 0.1;
+    // F.cross_entropy(..., label_smoothing=eps): the target puts 1 - eps + eps / V on y
+    // and eps / V on each other token; the loss is sum_j target_j * -log p_j, averaged
+    auto loss = [&] {
+        double total = 0;
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t t = 0; t < 3; ++t) {
+                double top = z(b, t, 0), sum = 0;
+                for (std::size_t j = 1; j < 4; ++j) top = std::max(top, double(z(b, t, j)));
+                for (std::size_t j = 0; j < 4; ++j) sum += std::exp(z(b, t, j) - top);
+                for (std::size_t j = 0; j < 4; ++j) {
+                    const double target = (j == std::size_t(y(b, t)) ? 1 - eps : 0) + eps / 4;
+                    total += target * (std::log(sum) + top - z(b, t, j));
+                }
+            }
+        return total / 6;
+    };
+    const mha::CrossEntropy ce = mha::cross_entropy(z, y, eps);
+    CHECK(ce.loss == doctest::Approx(loss()).epsilon(1e-9));
+    CHECK(std::fabs(ce.loss - mha::cross_entropy(z, y).loss) > 1e-2);  // not the plain loss
+    CHECK(fd_error(z, ce.d_logits, loss, 1e-3) < 1e-3);
+    // equal logits: every -log p_j is log V, whatever the target
+    const mha::Tensor3 flat = xt::zeros<float>({2, 3, 4});
+    CHECK(mha::cross_entropy(flat, y, eps).loss == doctest::Approx(std::log(4.0)).epsilon(1e-12));
+    for (double bad : {-0.1, 1.0})
+        CHECK_THROWS_WITH_AS(mha::cross_entropy(z, y, bad),
+                             ("cross_entropy: label smoothing " + std::to_string(bad) +
+                              " is outside [0, 1)").c_str(), std::invalid_argument);
+}
+
 TEST_CASE("linear_backward: finite differences, and shapes that do not fit") {
     mha::Rng rng(3);
     mha::Linear l = mha::make_linear(5, 3, mha::Init::xavier(), rng);

@@ -106,6 +106,10 @@ TEST_CASE("fast dense: cross-entropy equals the teaching core's, even for extrem
         CHECK(a.loss == doctest::Approx(b.loss).epsilon(1e-6));
         CHECK(a.correct == b.correct);
         CHECK(rel(a.d_logits, b.d_logits) < 1e-5);
+        const mha::CrossEntropy c = mha::fast::cross_entropy(z, y, 0.1), d = mha::cross_entropy(z, y, 0.1);
+        CHECK(c.loss == doctest::Approx(d.loss).epsilon(1e-6));  // with label smoothing
+        CHECK(c.loss != doctest::Approx(a.loss).epsilon(1e-6));
+        CHECK(rel(c.d_logits, d.d_logits) < 1e-5);
     }
     mha::Tokens bad = mha::Tokens::from_shape({1, 1});
     bad(0, 0) = 4;

@@ -239,3 +239,60 @@ TEST_CASE("causal self-attention without a mask tensor: the trace and gradients 
         mha_test::keep_worst(worst, std::fabs(g1.wq.weight.data()[i] - g2.wq.weight.data()[i]));
     CHECK(worst < 1e-5);
 }
+
+TEST_CASE("dropout: the mask, p = 0 is the plain model bit for bit, and gradients through the masks") {
+    mha::Rng draws(11);
+    const mha::Tensor3 mask = mha::dropout_mask({4, 50, 10}, {0.2f, &draws});
+    std::size_t zeros = 0;
+    for (float m : mask) {
+        CHECK((m == 0.0f || m == 1.0f / 0.8f));
+        zeros += m == 0.0f;
+    }
+    // 2000 draws at p 0.2: the share dropped within 4 standard deviations (0.036)
+    CHECK(std::fabs(double(zeros) / 2000.0 - 0.2) < 0.036);
+    mha::Rng again(11);
+    CHECK(mha::dropout_mask({4, 50, 10}, {0.2f, &again}) == mask);  // the same seed, the same mask
+    CHECK_THROWS_WITH_AS(mha::dropout_mask({1, 1, 1}, {1.0f, &draws}),
+                         "dropout: p = 1.000000 is outside [0, 1)", std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha::dropout_mask({1, 1, 1}, {0.5f, nullptr}),
+                         "dropout: p > 0 needs an Rng to draw the mask", std::invalid_argument);
+
+    mha::Rng rng(12);
+    mha::LanguageModel m = mha::make_language_model({7, 6, 8, 2, 16, 2}, 3);
+    for (mha::Block& b : m.layers) stir(b.norm1, rng), stir(b.norm2, rng);
+    const mha::Tokens tokens = some_tokens(2, 5, 7, rng);
+    const Tensor3 plain = mha::forward(m, tokens).logits;
+    mha::Rng unused(1);
+    CHECK(mha::forward(m, tokens, true, {0.0f, &unused}).logits == plain);
+    // With p = 0.3 the masks come from Rng(5) afresh each time, so the loss
+    // is one function of the weights; the backward must go through the masks.
+    const auto dropped = [&] {
+        mha::Rng masks(5);
+        return mha::forward(m, tokens, true, {0.3f, &masks});
+    };
+    const mha::ModelTrace t = dropped();
+    CHECK(t.drop.shape() == Tensor3::shape_type{2, 5, 8});
+    CHECK(t.layers[1].drop2.shape() == Tensor3::shape_type{2, 5, 8});
+    CHECK(t.layers[0].x1 == t.x[0] + t.layers[0].attn.output * t.layers[0].drop1);
+    CHECK(xt::amax(xt::abs(t.logits - plain))() > 1e-3);  // it does drop something
+    const Tensor3 g = mha::randn(2, 5, 7, rng);
+    mha::ModelGrads mg = mha::backward(m, t, tokens, g);
+    auto loss = [&] {
+        const Tensor3 z = dropped().logits;
+        double s = 0;
+        for (std::size_t i = 0; i < z.size(); ++i) s += double(z.data()[i]) * g.data()[i];
+        return s;
+    };
+    // the forward in float: finite differences hold to about 1e-2 here; a
+    // backward that skipped a mask is off by 1 / (1 - p) - 1 = 0.43 or more
+    const std::vector<mha::Parameter> params = mha::parameters(m, mg);
+    for (const mha::Parameter& p : params) {
+        CAPTURE(p.name);
+        std::vector<float> value(p.value, p.value + p.size);
+        const std::vector<float> grad(p.grad, p.grad + p.size);
+        auto write_back = [&] { std::copy(value.begin(), value.end(), p.value); };
+        auto param_loss = [&] { write_back(); return loss(); };
+        CHECK(mha_test::fd_error(value, grad, param_loss, 1e-1) < 3e-2);
+        write_back();
+    }
+}

@@ -159,12 +159,12 @@ Tensor3 feed_forward_backward(const Tensor3& x, const FeedForwardTrace& t, const
     return fast::linear_backward(x, dh, f.linear1, g.linear1);  // [B, T, E]
 }
 
-CrossEntropy cross_entropy(const Tensor3& logits, const Tokens& targets) {
+CrossEntropy cross_entropy(const Tensor3& logits, const Tokens& targets, double smoothing) {
     const std::size_t B = logits.shape(0), T = logits.shape(1), V = logits.shape(2);
-    if (targets.shape(0) != B || targets.shape(1) != T || V == 0)
-        return mha::cross_entropy(logits, targets);  // it names the shapes
+    if (targets.shape(0) != B || targets.shape(1) != T || V == 0 || !(smoothing >= 0 && smoothing < 1))
+        return mha::cross_entropy(logits, targets, smoothing);  // it names the shapes
     for (std::int32_t y : targets)
-        if (y < 0 || std::size_t(y) >= V) return mha::cross_entropy(logits, targets);
+        if (y < 0 || std::size_t(y) >= V) return mha::cross_entropy(logits, targets, smoothing);
     const std::size_t rows = B * T;
     CrossEntropy ce{0.0, Tensor3::from_shape({B, T, V}), 0};
     std::vector<double> loss(rows);
@@ -182,7 +182,16 @@ CrossEntropy cross_entropy(const Tensor3& logits, const Tokens& targets) {
             loss[r] = std::log(double(sum)) - (double(z[y]) - z[best]);
             const float scale = 1.0f / (sum * float(rows));  // p / N
             for (std::size_t j = 0; j < V; ++j) d[j] *= scale;
-            d[y] -= 1.0f / float(rows);
+            if (smoothing > 0) {  // the target: 1 - eps on y, eps / V on every token
+                double mean = 0;  // of z_j - top
+                for (std::size_t j = 0; j < V; ++j) mean += (double(z[j]) - z[best]) / double(V);
+                loss[r] = (1 - smoothing) * loss[r] + smoothing * (std::log(double(sum)) - mean);
+                const float spread = float(smoothing / double(V * rows));
+                for (std::size_t j = 0; j < V; ++j) d[j] -= spread;
+                d[y] -= float((1 - smoothing) / double(rows));
+            } else {
+                d[y] -= 1.0f / float(rows);
+            }
             right[r] = best == y;
         }
     });

@@ -58,8 +58,9 @@ Tensor3 feed_forward_backward(const Tensor3& x, const FeedForwardTrace& t, const
 /// mha::cross_entropy(), the positions spread over the cores, each row's
 /// softmax with the engine's e^x, computed once.
 /// @param logits `[B, T, V]`, @param targets `[B, T]`
+/// @param smoothing label smoothing in [0, 1); 0 is the plain loss, bit for bit
 /// @return the mean loss, dL/d logits `[B, T, V]`, the count right
-CrossEntropy cross_entropy(const Tensor3& logits, const Tokens& targets);
+CrossEntropy cross_entropy(const Tensor3& logits, const Tokens& targets, double smoothing = 0);
 
 /// @}
 

@@ -18,8 +18,17 @@ Block::Block(std::size_t embed_dim, std::size_t num_heads, std::size_t hidden,
     ff = make_feed_forward(embed_dim, hidden, rng);
 }
 
+Tensor3 dropout_mask(const std::array<std::size_t, 3>& shape, const Dropout& d) {
+    if (!(d.p >= 0 && d.p < 1)) fail("dropout: p = " + std::to_string(d.p) + " is outside [0, 1)");
+    if (d.p > 0 && d.rng == nullptr) fail("dropout: p > 0 needs an Rng to draw the mask");
+    Tensor3 mask = Tensor3::from_shape(shape);  // [B, T, E]
+    const float keep = 1.0f / (1.0f - d.p);
+    for (float& m : mask) m = d.rng->uniform(0.0f, 1.0f) < d.p ? 0.0f : keep;
+    return mask;
+}
+
 Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal, BlockTrace* keep,
-                      bool keep_weights) {
+                      bool keep_weights, const Dropout& drop) {
     BlockTrace local;
     BlockTrace& t = keep ? *keep : local;
     t.h1 = fast::layer_norm(x, blk.norm1, &t.n1);                 // [B, T, E]
@@ -30,6 +39,13 @@ Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal, BlockTrac
         blk.self_attn.trace_into(t.attn, t.h1, t.h1, t.h1, mha::causal);
     else
         blk.self_attn.trace_into(t.attn, t.h1, t.h1, t.h1);    // weights [B, H, T, T]
+    if (drop.p > 0) {  // the same block with each branch's output thinned
+        t.drop1 = dropout_mask(x.shape(), drop), t.drop2 = dropout_mask(x.shape(), drop);
+        t.x1 = x + t.attn.output * t.drop1;                                   // [B, T, E]
+        t.h2 = fast::layer_norm(t.x1, blk.norm2, &t.n2);                         // [B, T, E]
+        return t.x1 + fast::feed_forward(t.h2, blk.ff, &t.ff) * t.drop2;      // [B, T, E]
+    }
+    t.drop1 = t.drop2 = Tensor3();
     t.x1 = x + t.attn.output;                                  // [B, T, E] residual
     t.h2 = fast::layer_norm(t.x1, blk.norm2, &t.n2);              // [B, T, E]
     return t.x1 + fast::feed_forward(t.h2, blk.ff, &t.ff);     // [B, T, E] residual
@@ -38,11 +54,16 @@ Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal, BlockTrac
 Tensor3 block_backward(const Block& blk, const BlockTrace& t, const Tensor3& dy, bool causal,
                        BlockGrads& g) {
     // y = x1 + ff(h2): dy reaches x1 twice, directly and through the branch
-    const Tensor3 d_h2 = fast::feed_forward_backward(t.h2, t.ff, dy, blk.ff, g.ff);
+    const bool dropped = t.drop1.shape() == dy.shape();  // a dropout mask: through it too
+    Tensor3 thinned;  // dL/d ff(h2) [B, T, E] when a mask thinned it
+    if (dropped) thinned = dy * t.drop2;
+    const Tensor3 d_h2 = fast::feed_forward_backward(t.h2, t.ff, dropped ? thinned : dy, blk.ff, g.ff);
     Tensor3 d_x1 = dy + fast::layer_norm_backward(t.n2, d_h2, blk.norm2, g.norm2);  // [B, T, E]
     // x1 = x + attn(h1): the same again; h1 fed query, key and value
-    g.self_attn = causal ? backward_self_attention(blk.self_attn, t.attn, t.h1, d_x1, mha::causal)
-                         : backward_self_attention(blk.self_attn, t.attn, t.h1, d_x1);
+    if (dropped) thinned = d_x1 * t.drop1;  // dL/d attn(h1)
+    const Tensor3& d_attn = dropped ? thinned : d_x1;
+    g.self_attn = causal ? backward_self_attention(blk.self_attn, t.attn, t.h1, d_attn, mha::causal)
+                         : backward_self_attention(blk.self_attn, t.attn, t.h1, d_attn);
     return d_x1 + fast::layer_norm_backward(t.n1, g.self_attn.input, blk.norm1, g.norm1);
 }
 

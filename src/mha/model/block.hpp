@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "mha/backward.hpp"
+#include "mha/init.hpp"
 #include "mha/model/feed_forward.hpp"
 #include "mha/model/layer_norm.hpp"
 
@@ -36,15 +37,36 @@ struct Block {
           std::uint64_t seed);
 };
 
+/// Dropout while training, as `nn.Dropout(p)`: each entry of a branch's
+/// output is zeroed with probability p and the rest are scaled by
+/// 1 / (1 - p), so that the expected value is unchanged. A unit can no longer
+/// count on any one other unit being there, which is what keeps a model of
+/// a small text from learning its windows by heart.
+struct Dropout {
+    float p = 0;         ///< the share dropped, in [0, 1); 0 is no dropout
+    Rng* rng = nullptr;  ///< draws the masks (needed when p > 0)
+};
+
+/// A dropout mask: 0 with probability d.p, else 1 / (1 - d.p), one
+/// uniform draw per entry in memory order (so the same Rng gives the same
+/// mask on any thread count).
+/// @param shape the mask's shape, that of the tensor it multiplies
+/// @param d     the rate and the generator
+/// @return      the mask
+/// @throws std::invalid_argument for p outside [0, 1) or p > 0 with no Rng.
+Tensor3 dropout_mask(const std::array<std::size_t, 3>& shape, const Dropout& d);
+
 /// What the forward keeps for the backward.
 struct BlockTrace {
     NormTrace n1;            ///< norm1's
     Tensor3 h1;              ///< norm1(x), attention's input `[B, T, E]`
     ForwardTrace attn;       ///< attention's, weights `[B, H, T, T]` (or its lse)
-    Tensor3 x1;              ///< x + attn(h1) `[B, T, E]`
+    Tensor3 drop1;           ///< dropout's mask on attn(h1) `[B, T, E]`; empty: none
+    Tensor3 x1;              ///< x + attn(h1) (times drop1) `[B, T, E]`
     NormTrace n2;            ///< norm2's
     Tensor3 h2;              ///< norm2(x1), the feed-forward's input `[B, T, E]`
     FeedForwardTrace ff;     ///< the feed-forward's
+    Tensor3 drop2;           ///< dropout's mask on ff(h2) `[B, T, E]`; empty: none
 };
 
 /// Every gradient of one block.
@@ -63,10 +85,13 @@ struct BlockGrads {
 /// @param keep_weights false: attention keeps its log-sum-exp instead of its
 ///        weights (trace_no_weights()), and block_backward() then runs the
 ///        tiled backward: no `[B, H, T, T]` is held
+/// @param drop   dropout on each branch's output before it joins the
+///        residual (training only; p = 0 is the plain block, bit for bit)
 /// @return       `[B, T, E]`
 /// @throws std::invalid_argument when x's last size is not E.
 Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal,
-                      BlockTrace* keep = nullptr, bool keep_weights = true);
+                      BlockTrace* keep = nullptr, bool keep_weights = true,
+                      const Dropout& drop = {});
 
 /// The backward, the forward in reverse: the feed-forward's branch adds to
 /// the residual's dy, then the attention branch's to that.

@@ -33,7 +33,8 @@ LanguageModel make_language_model(const ModelConfig& c, std::uint64_t seed) {
     return m;
 }
 
-ModelTrace forward(const LanguageModel& m, const Tokens& tokens, bool keep_weights) {
+ModelTrace forward(const LanguageModel& m, const Tokens& tokens, bool keep_weights,
+                   const Dropout& drop) {
     const std::size_t B = tokens.shape(0), T = tokens.shape(1), L = m.layers.size();
     if (T == 0 || T > m.pos_emb.vocab()) {
         fail("LanguageModel: tokens " + shape_of(tokens) + " have T = " + std::to_string(T) +
@@ -47,8 +48,9 @@ ModelTrace forward(const LanguageModel& m, const Tokens& tokens, bool keep_weigh
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t c = 0; c < m.tok_emb.dim(); ++c) t.x[0](b, i, c) += m.pos_emb.weight(i, c);
+    if (drop.p > 0) t.drop = dropout_mask(t.x[0].shape(), drop), t.x[0] *= t.drop;
     for (std::size_t l = 0; l < L; ++l)  // [B, T, E] -> [B, T, E], causal
-        t.x[l + 1] = block_forward(m.layers[l], t.x[l], true, &t.layers[l], keep_weights);
+        t.x[l + 1] = block_forward(m.layers[l], t.x[l], true, &t.layers[l], keep_weights, drop);
     t.h = fast::layer_norm(t.x[L], m.norm, &t.norm);  // [B, T, E]
     t.logits = fast::linear(t.h, m.head);             // [B, T, V]
     return t;
@@ -67,6 +69,7 @@ ModelGrads backward(const LanguageModel& m, const ModelTrace& t, const Tokens& t
     dx = fast::layer_norm_backward(t.norm, dx, m.norm, g.norm);   // d x[L]
     for (std::size_t l = L; l-- > 0;)                              // d x[l]
         dx = block_backward(m.layers[l], t.layers[l], dx, true, g.layers[l]);
+    if (t.drop.shape() == dx.shape()) dx *= t.drop;  // the embeddings' dropout mask
     g.tok_emb = embed_backward(m.tok_emb, tokens, dx);
     g.pos_emb = xt::zeros<float>(m.pos_emb.weight.shape());  // position i's row: the sum over b
     for (std::size_t b = 0; b < dx.shape(0); ++b)

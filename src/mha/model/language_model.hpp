@@ -52,6 +52,7 @@ LanguageModel make_language_model(const ModelConfig& c, std::uint64_t seed);
 
 /// What the forward keeps for the backward.
 struct ModelTrace {
+    Tensor3 drop;                    ///< dropout's mask on the embeddings `[B, T, E]`; empty: none
     std::vector<Tensor3> x;          ///< the stream entering each block, `[B, T, E]`, L + 1 of them (the last leaves the stack)
     std::vector<BlockTrace> layers;  ///< each block's; `layers[l].attn.weights` `[B, H, T, T]`
     NormTrace norm;                  ///< the final norm's
@@ -74,9 +75,13 @@ struct ModelGrads {
 /// @param keep_weights false: each block keeps its attention's log-sum-exp,
 ///        not its weights, and backward() runs the tiled (FlashAttention-2)
 ///        backward: no `[B, H, T, T]` is held, so that T can be long
+/// @param drop   dropout while training, as nanoGPT places it: on the
+///        embeddings' sum and on each block's two branches (block_forward());
+///        p = 0, the default, is the model without it, bit for bit
 /// @return       the trace, logits `[B, T, V]`
 /// @throws std::invalid_argument for T > T_max or an id out of range.
-ModelTrace forward(const LanguageModel& m, const Tokens& tokens, bool keep_weights = true);
+ModelTrace forward(const LanguageModel& m, const Tokens& tokens, bool keep_weights = true,
+                   const Dropout& drop = {});
 
 /// The backward from dL/d logits, the forward in reverse.
 /// @param m        the model

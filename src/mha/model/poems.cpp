@@ -225,7 +225,8 @@ PoemRun train_poems(const PoemTraining& c, const std::vector<std::int32_t>& trai
                     const std::function<void(const TrainLogRow&)>& on_step,
                     const LineBank& lines) {
     LanguageModel m = make_language_model(c.model, c.seed);
-    Rng batches(c.seed + 1);
+    Rng batches(c.seed + 1), masks(c.seed + 2);
+    const Dropout drop{c.dropout, &masks};  // the validation loss is measured without it
     Adam adam(c.lr);
     const LrSchedule schedule{c.lr, c.steps / 20, c.steps, 0.1f};
     PoemRun run{m, 0, mean_loss(model_predictions(m, validation)), {}};
@@ -236,7 +237,7 @@ PoemRun train_poems(const PoemTraining& c, const std::vector<std::int32_t>& trai
         const TokenBatch b = poem_batch(train_ids, c.batch, c.model.max_len, batches, lines,
                                         c.made_up);  // [B, T]
         adam.set_lr(schedule.at(step));
-        const StepReport r = train_step(m, adam, b, trace, c.clip);
+        const StepReport r = train_step(m, adam, b, trace, c.clip, true, drop, c.smoothing);
         TrainLogRow row{step, r.loss, std::nan(""), r.lr};
         if (step % c.eval_every == 0 || step == last) {
             row.val_loss = mean_loss(model_predictions(m, validation));
@@ -407,7 +408,8 @@ void save_poem_checkpoint(const PoemCheckpoint& c, const std::string& dir) {
                   {"batch", double(t.batch)}, {"steps", double(t.steps)}, {"lr", double(t.lr)},
                   {"clip", t.clip}, {"eval_every", double(t.eval_every)},
                   {"patience", double(t.patience)}, {"seed", double(t.seed)},
-                  {"made_up", t.made_up}, {"best_step", double(c.best_step)},
+                  {"made_up", t.made_up}, {"dropout", double(t.dropout)},
+                  {"label_smoothing", t.smoothing}, {"best_step", double(c.best_step)},
                   {"best_val", c.best_val}},
                  dir + "/config.json");
     save_train_log(c.log, dir + "/train_log.tsv");
@@ -430,10 +432,15 @@ PoemCheckpoint load_poem_checkpoint(const std::string& dir) {
     t.batch = size("batch"), t.steps = int(size("steps")), t.eval_every = int(size("eval_every"));
     t.patience = int(size("patience")), t.seed = size("seed");
     t.lr = float(number(n, "lr", config)), t.clip = number(n, "clip", config);
-    if (std::any_of(n.begin(), n.end(), [](const auto& f) { return f.first == "made_up"; }))
-        t.made_up = number(n, "made_up", config);  // absent: none, as before it was a field
-    if (!(t.made_up >= 0 && t.made_up <= 1))
-        throw std::invalid_argument(config + ": \"made_up\" must be in [0, 1]");
+    const auto share = [&](const char* name) {  // absent: 0, as before it was a field
+        const bool there = std::any_of(n.begin(), n.end(), [&](const auto& f) { return f.first == name; });
+        const double x = there ? number(n, name, config) : 0.0;
+        if (!(x >= 0 && x <= 1))
+            throw std::invalid_argument(config + ": \"" + name + "\" must be in [0, 1]");
+        return x;
+    };
+    t.made_up = share("made_up"), t.dropout = float(share("dropout"));
+    t.smoothing = share("label_smoothing");
     Vocab v = load_vocab(dir + "/vocab.json");
     if (v.size() != t.model.vocab)
         throw std::invalid_argument(dir + "/vocab.json: " + std::to_string(v.size()) +

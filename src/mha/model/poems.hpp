@@ -185,6 +185,8 @@ struct PoemTraining {
     int patience = 8;        ///< stop after this many validations without a new best
     std::uint64_t seed = 34; ///< the weights' and the batches' seed
     double made_up = 0;      ///< the share of windows that are made_up_poem()s
+    float dropout = 0;       ///< forward()'s dropout while training, masks from Rng(seed + 2)
+    double smoothing = 0;    ///< cross_entropy()'s label smoothing while training
 };
 
 /// One step of the training log.

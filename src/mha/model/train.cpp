@@ -56,10 +56,10 @@ StepReport update(Adam& opt, const std::vector<Parameter>& params, const CrossEn
 }  // namespace
 
 StepReport train_step(LanguageModel& m, Adam& opt, const TokenBatch& batch, ModelTrace& trace,
-                      double clip, bool keep_weights) {
+                      double clip, bool keep_weights, const Dropout& drop, double smoothing) {
     trace = ModelTrace();  // the last step's goes first: its weights, at long T, are large
-    trace = forward(m, batch.x, keep_weights);                    // logits [B, T, V]
-    const CrossEntropy ce = fast::cross_entropy(trace.logits, batch.y);  // d_logits [B, T, V]
+    trace = forward(m, batch.x, keep_weights, drop);              // logits [B, T, V]
+    const CrossEntropy ce = fast::cross_entropy(trace.logits, batch.y, smoothing);  // d_logits
     const ModelGrads g = backward(m, trace, batch.x, ce.d_logits);
     return update(opt, parameters(m, g), ce, clip);
 }

@@ -64,10 +64,13 @@ struct StepReport {
 /// @param clip  the largest gradient norm let through; 0 for none
 /// @param keep_weights false: through the tiled backward, no attention
 ///        weights held (forward()'s flag); @p trace then has none to look at
+/// @param drop  dropout in the forward (forward()'s); p = 0 for none
+/// @param smoothing label smoothing of the loss (cross_entropy()'s); 0 for none
 /// @return      the loss, the count right, the gradient norm and the rate
 /// @throws std::invalid_argument when the batch does not fit the model.
 StepReport train_step(LanguageModel& m, Adam& opt, const TokenBatch& batch, ModelTrace& trace,
-                      double clip = 0, bool keep_weights = true);
+                      double clip = 0, bool keep_weights = true, const Dropout& drop = {},
+                      double smoothing = 0);
 
 /// The same step for lesson 19's SequenceModel.
 /// @param m, opt, batch, clip as above
