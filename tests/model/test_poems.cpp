@@ -296,7 +296,8 @@ TEST_CASE("data/tang: the training split's vocabulary and 20 steps give the log'
     c.batch = std::size_t(get("batch")), c.steps = int(get("steps")), c.lr = float(get("lr"));
     c.clip = get("clip"), c.eval_every = int(get("eval_every"));
     c.patience = int(get("patience")), c.seed = std::uint64_t(get("seed"));
-    c.made_up = mha::load_poem_checkpoint(kTang.string()).training.made_up;  // 0 if absent
+    const mha::PoemTraining saved = mha::load_poem_checkpoint(kTang.string()).training;
+    c.made_up = saved.made_up, c.dropout = saved.dropout, c.smoothing = saved.smoothing;
     const auto val = mha::poem_windows(s.validation, v, c.model.max_len);
     const mha::PoemRun run = mha::train_poems(c, mha::poem_ids(s.train, v), val, 20, nullptr,
                                               mha::line_bank(s.train, v));
@@ -342,13 +343,23 @@ TEST_CASE("poem checkpoints: saved then loaded give the same model and vocabular
     mha::PoemTraining c;
     c.model = {v.size(), 8, 8, 2, 16, 1};
     c.batch = 2, c.steps = 6, c.eval_every = 3, c.lr = 2e-3f, c.seed = 5;
+    c.dropout = 0.2f, c.smoothing = 0.1;
     const auto val = mha::poem_windows(s.validation, v, 8);
     const mha::PoemRun run = mha::train_poems(c, mha::poem_ids(s.train, v), val);
+    // dropout's masks come from the seed: the same run twice is the same bits
+    CHECK(mha::train_poems(c, mha::poem_ids(s.train, v), val).log.back().train_loss ==
+          run.log.back().train_loss);
+    mha::PoemTraining plain = c;
+    plain.dropout = 0, plain.smoothing = 0;
+    CHECK(mha::train_poems(plain, mha::poem_ids(s.train, v), val).log.back().train_loss !=
+          run.log.back().train_loss);
     const std::string dir = (fs::temp_directory_path() / "mha_poem_checkpoint").string();
     c.made_up = 0.25;  // saved with the rest (this run drew no made-up poem)
     mha::save_poem_checkpoint({run.best, v, c, run.best_step, run.best_val, run.log}, dir);
     const mha::PoemCheckpoint back = mha::load_poem_checkpoint(dir);
     CHECK(back.training.made_up == 0.25);
+    CHECK(back.training.dropout == 0.2f);
+    CHECK(back.training.smoothing == 0.1);
     CHECK(back.vocab.tokens() == v.tokens());
     CHECK(back.training.lr == c.lr);
     CHECK(back.training.seed == 5);
