@@ -62,9 +62,9 @@ TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, s
                                     " is not in [0, 1]");
     if (share > 0 && bank.empty())
         throw std::invalid_argument("poem_batch: made-up poems need a line bank; it is empty");
-    std::vector<std::size_t> starts;  // a <poem> or a \n, T + 1 ids before the end
+    std::vector<std::size_t> starts;  // a <poem> or a \n a line follows, T + 1 ids before the end
     for (std::size_t o = 0; o + t < ids.size(); ++o)
-        if (ids[o] == 1 || ids[o] == 2) starts.push_back(o);
+        if (ids[o] == 1 || (ids[o] == 2 && ids[o + 1] != 1)) starts.push_back(o);
     if (starts.empty())
         throw std::invalid_argument("the training text has " + std::to_string(ids.size()) +
                                     " tokens: no line starts a window of T_max + 1 = " +

@@ -58,7 +58,9 @@ std::vector<std::vector<std::int32_t>> poem_windows(const std::vector<Poem>& poe
                                                     const Vocab& v, std::size_t t_max);
 
 /// B windows of T + 1 ids from @p ids, each starting at a `<poem>` (id 1)
-/// or a "\n" (id 2), drawn uniformly among such places: x the first T, y
+/// or a "\n" (id 2) that a line follows (a poem's last "\n" is followed by
+/// the next `<poem>`: no window starts there, as none of poem_windows()'s
+/// does), drawn uniformly among such places: x the first T, y
 /// the last T (x shifted by one). A line then starts at position 1 of every
 /// window, as it does when the model writes a poem from `<poem>` and in
 /// poem_windows(), so that a place in the window tells a place in the line
