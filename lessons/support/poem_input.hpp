@@ -84,6 +84,9 @@ inline void print_run(const mha::PoemCheckpoint& c, const std::string& from) {
     std::printf("%s: E %zu, H %zu, L %zu, F %zu, T_max %zu, %zu parameters\n",
                 from.c_str(), m.embed_dim, m.num_heads, m.layers, m.hidden, m.max_len,
                 mha::parameter_count(c.model));
+    const mha::PoemTraining& t = c.training;  // the train loss has dropout's and smoothing's
+    std::printf("windows made-up %g, dropout %g, label smoothing %g\n", t.made_up,
+                double(t.dropout), t.smoothing);
     std::printf("step  train loss  validation loss\n");
     const int every = c.training.eval_every * int(c.log.size() / 200 + 1);  // 8 rows
     for (const mha::TrainLogRow& r : c.log)

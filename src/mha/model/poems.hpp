@@ -102,6 +102,13 @@ std::vector<std::int32_t> made_up_poem(const LineBank& bank, std::size_t t, Rng&
 /// poem_batch(), but each of the B windows is a made_up_poem() with
 /// probability @p share (one uniform draw per window, before the window's
 /// own draws): share 0 is poem_batch() draw for draw.
+/// @param ids   the training text
+/// @param batch B
+/// @param t     T
+/// @param rng   draws every window
+/// @param bank  line_bank() of the training poems (may be empty when share is 0)
+/// @param share the chance that a window is made up, in [0, 1]
+/// @return      x and y `[B, T]`
 /// @throws std::invalid_argument as poem_batch(), or for share > 0 with an
 ///         empty bank or share outside [0, 1].
 TokenBatch poem_batch(const std::vector<std::int32_t>& ids, std::size_t batch, std::size_t t,
