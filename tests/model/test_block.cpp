@@ -264,6 +264,8 @@ TEST_CASE("dropout: the mask, p = 0 is the plain model bit for bit, and gradient
     const Tensor3 plain = mha::forward(m, tokens).logits;
     mha::Rng unused(1);
     CHECK(mha::forward(m, tokens, true, {0.0f, &unused}).logits == plain);
+    CHECK_THROWS_WITH_AS(mha::forward(m, tokens, true, {-0.1f, &unused}),
+                         "dropout: p = -0.100000 is outside [0, 1)", std::invalid_argument);
     // With p = 0.3 the masks come from Rng(5) afresh each time, so the loss
     // is one function of the weights; the backward must go through the masks.
     const auto dropped = [&] {

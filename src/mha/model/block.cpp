@@ -39,7 +39,7 @@ Tensor3 block_forward(const Block& blk, const Tensor3& x, bool causal, BlockTrac
         blk.self_attn.trace_into(t.attn, t.h1, t.h1, t.h1, mha::causal);
     else
         blk.self_attn.trace_into(t.attn, t.h1, t.h1, t.h1);    // weights [B, H, T, T]
-    if (drop.p > 0) {  // the same block with each branch's output thinned
+    if (drop.p != 0) {  // the same block with each branch's output thinned (p < 0 throws)
         t.drop1 = dropout_mask(x.shape(), drop), t.drop2 = dropout_mask(x.shape(), drop);
         t.x1 = x + t.attn.output * t.drop1;                                   // [B, T, E]
         t.h2 = fast::layer_norm(t.x1, blk.norm2, &t.n2);                         // [B, T, E]

@@ -48,7 +48,7 @@ ModelTrace forward(const LanguageModel& m, const Tokens& tokens, bool keep_weigh
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t i = 0; i < T; ++i)
             for (std::size_t c = 0; c < m.tok_emb.dim(); ++c) t.x[0](b, i, c) += m.pos_emb.weight(i, c);
-    if (drop.p > 0) t.drop = dropout_mask(t.x[0].shape(), drop), t.x[0] *= t.drop;
+    if (drop.p != 0) t.drop = dropout_mask(t.x[0].shape(), drop), t.x[0] *= t.drop;
     for (std::size_t l = 0; l < L; ++l)  // [B, T, E] -> [B, T, E], causal
         t.x[l + 1] = block_forward(m.layers[l], t.x[l], true, &t.layers[l], keep_weights, drop);
     t.h = fast::layer_norm(t.x[L], m.norm, &t.norm);  // [B, T, E]
