@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
         for (const auto& p : s.train) training.insert(training.end(), p.begin(), p.end());
         const mha::NgramIndex seen(training, 4);  // its 4-character runs, counted once
         const auto score = [](double x) { return std::isnan(x) ? "-" : fixed(x); };
-        const auto row = [&](const std::string& how, const auto& poems) {  // 128 poems
+        const std::size_t n = L.opt.tiny ? 32 : 128;  // poems a row
+        const auto row = [&](const std::string& how, const auto& poems) {  // n poems
             std::vector<std::string> all;  // the poems one after another
             for (const auto& p : poems) all.insert(all.end(), p.begin(), p.end());
             std::string first;  // poem 0's first line, at most 15 tokens
@@ -121,15 +122,16 @@ int main(int argc, char** argv) {
                         std::set(poems.begin(), poems.end()).size(), first.c_str());
             return f;
         };
-        std::printf("128 poems from     format  copied  differ   poem 0's first line\n");
+        std::printf("%-18s format  copied  differ   poem 0's first line\n",
+                    (std::to_string(n) + " poems from").c_str());
         mha::Rng rng(L.opt.seed + 5);  // every row draws from the same seed
         const double bigram_form = row("  the bigram",
-            mha::bigram_poems(g, v, 128, c.training.model.max_len - 1, rng));
+            mha::bigram_poems(g, v, n, c.training.model.max_len - 1, rng));
         double form = 0, best = 0, greedy = 0;  // the flags', the best above t 0, at t 0
         for (const auto& [t, k] : std::set<std::pair<float, std::size_t>>{
                  {0.0f, K}, {0.4f, K}, {1.0f, K}, {temp, K}, {temp, 2}}) {
             rng = mha::Rng(L.opt.seed + 5);
-            SHOWN(L, const auto poems = mha::sample_poems(c.model, v, 128, {t, k}, rng));
+            SHOWN(L, const auto poems = mha::sample_poems(c.model, v, n, {t, k}, rng));
             const bool flags = t == temp && k == K;
             const double f = row((flags ? "* t " : "  t ") + fixed(t, 1) + ", top-k " +
                                  (k < v.size() ? std::to_string(k) : "all"), poems);
@@ -141,8 +143,8 @@ int main(int argc, char** argv) {
               "poems. The aim was lines of 5 or 7 in 0.9 of the lines or more: the "
               "flags' row has " + score(form) + ", the best row " + score(best) +
               "; greedy (t 0) " + (std::isnan(greedy) ? "finishes no line" : score(greedy)
-              + ", writing one poem 128 times") + ". Another --seed moves a row by a few "
-              "hundredths.");
+              + ", writing one poem " + std::to_string(n) + " times") +
+              ". Another --seed moves a row by a few hundredths.");
 
         int rc = L.claim("the model beats the unigram: " + fixed(model.all) + " < " +
                          fixed(one.all) + " nats", model.all < one.all);
