@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
                  {"--corpus", "FILE", "poems in FILE, UTF-8, '%' or blank lines between"},
                  {"--save", "DIR", "write the trained model there (data/tang's format)"},
                  {"--model", "DIR", "load the model from DIR (default: data/tang)"}};
+    info.sizes_unless = {"--train", "--corpus"}, info.sizes_from = "data/tang";
     info.flags_fit = lesson::model_refused;  // a bad corpus or checkpoint: 1 line, exit 2
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed, lesson::model_of, lesson::trains;
@@ -113,9 +114,9 @@ int main(int argc, char** argv) {
         const auto row = [&](const std::string& how, const auto& poems) {  // n poems
             std::vector<std::string> all;  // the poems one after another
             for (const auto& p : poems) all.insert(all.end(), p.begin(), p.end());
-            std::string first;  // poem 0's first line, at most 15 tokens
+            std::string first = poems[0].size() == 1 ? "(empty: <poem> came first)" : "";
             for (auto j = 1u; j < 16 && j < poems[0].size() && poems[0][j] != "\n"; ++j)
-                first += poems[0][j];
+                first += poems[0][j];  // poem 0's first line, at most 15 tokens
             const double f = mha::format_score(all);  // NaN: no line was finished
             std::printf("%-18s %6s %7s %7zu   %s\n", how.c_str(), score(f).c_str(),
                         score(mha::memorisation_score(all, seen)).c_str(),

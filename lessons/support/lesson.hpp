@@ -84,6 +84,9 @@ struct Info {
     // nothing, and the header says so.
     bool fixed_sizes = false;
     std::string sizes_from = "its words";  // what sets them, for the header
+    // Sizes set by sizes_from unless one of these text flags is given (lesson 24:
+    // data/tang's model unless --train or --corpus trains one); --seed still counts.
+    std::vector<std::string> sizes_unless = {};
     // Flags that are each in range but do not fit together (lesson 21's
     // --vocab and --time): "" when they fit, else the one line to print.
     std::function<std::string(const Options&)> flags_fit = nullptr;
