@@ -17,8 +17,9 @@ or those --pages names) is opened in headless Chromium at 1024 x 768 and at
     names the page, the size, the element and both widths;
   - every picture (an SVG's <object>, an <img>) fits the column.
 Without a browser it checks what it can: each navigation link says where it
-leads (the previous lesson's title after "←", the next one's before "→"), and
-the captured output holds no "wrote name.svg" line of the build.
+leads (the previous lesson's title after "←", the next one's before "→"),
+the captured output holds no "wrote name.svg" line of the build, and no
+paragraph shows markdown's ** as text.
 With --screenshots DIR it saves DIR/<page>.<width>x<height>.png, the window
 at the top of the page (the docs build puts three on the front page).
 Exit 0 when all hold, 1 when one does not, 2 for a bad HTML_DIR, 77 (skipped)
@@ -105,6 +106,9 @@ for name in names:
             check(f"{name}: navigation link {label!r} to {target} should read {want!r}"
                   if want else f"{name}: navigation link {label!r} skips to {target}",
                   label == want)
+    for para in re.findall(r"<p\b[^>]*>(.*?)</p>", page, re.S):  # ** that stayed **
+        check(f"{name}: markdown bold left as text (a line of a comment block that starts "
+              f"with ** loses it): {text(para)[:60]!r}", "**" not in text(para))
     for box in re.findall(r'<pre class="fragment">(.*?)</pre>', page, re.S):
         for line in text(box).split("\n"):
             check(f"{name}: captured output carries build noise: {line.strip()!r}",
