@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
             t.model = {v.size(), T, E, L.opt.heads, 4 * E, layers};
             t.batch = L.opt.batch, t.steps = int(L.opt.extra.at("--steps"));
             t.seed = 34 + L.opt.seed, t.lr = L.opt.tiny ? 3e-3f : 1e-3f;
+            t.eval_every = L.opt.tiny ? 50 : 25;  // a validation pass is most of a quick run
             const auto& x = L.opt.extra;  // all three: less learnt by heart
             t.made_up = x.at("--made-up"), t.dropout = float(x.at("--dropout"));
             t.smoothing = x.at("--smoothing");

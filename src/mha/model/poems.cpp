@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "mha/fast/softmax.hpp"
 #include "mha/io/model_io.hpp"
 #include "mha/model/poem_heads.hpp"
 #include "mha/model/train.hpp"
@@ -143,15 +144,16 @@ std::vector<Prediction> model_predictions(const LanguageModel& m,
         const std::size_t T = w.size() - 1;  // the model reads ids 0 .. T-1
         Tokens x({1, T});                    // [1, T]
         for (std::size_t j = 0; j < T; ++j) x(0, j) = w[j];
-        const Tensor3 logits = forward(m, x).logits;  // [1, T, V]
+        Tensor3 logits = forward(m, x).logits;  // [1, T, V]
         const std::size_t V = logits.shape(2);
-        std::vector<double> p(V);  // [V], the softmax of one position, in double
-        for (std::size_t j = 0; j < T; ++j) {
-            double top = -std::numeric_limits<double>::infinity(), sum = 0;
-            for (std::size_t k = 0; k < V; ++k) top = std::max(top, double(logits(0, j, k)));
-            for (std::size_t k = 0; k < V; ++k) sum += p[k] = std::exp(logits(0, j, k) - top);
-            for (double& q : p) q /= sum;
-            out.push_back(predicted(p, w[j], w[j + 1]));
+        for (std::size_t j = 0; j < T; ++j) {  // only p(target) and the largest p are kept
+            float* z = &logits(0, j, 0);        // [V], one position's logits
+            const std::size_t best = std::size_t(std::max_element(z, z + V) - z);
+            const double top = z[best], right = z[w[j + 1]];
+            const double sum = fast::exp_sum(z, V, z[best]);  // sum of e^(z - top), the engine's e^x
+            // -log softmax(z)_y = log sum - (z_y - top); the largest p is e^0 / sum
+            out.push_back({w[j], w[j + 1], std::log(sum) - (right - top),
+                           best == std::size_t(w[j + 1]), 1.0 / sum});
         }
     }
     return out;
