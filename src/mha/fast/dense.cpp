@@ -161,7 +161,8 @@ Tensor3 feed_forward_backward(const Tensor3& x, const FeedForwardTrace& t, const
 
 CrossEntropy cross_entropy(const Tensor3& logits, const Tokens& targets, double smoothing) {
     const std::size_t B = logits.shape(0), T = logits.shape(1), V = logits.shape(2);
-    if (targets.shape(0) != B || targets.shape(1) != T || V == 0 || !(smoothing >= 0 && smoothing < 1))
+    const bool smooth_ok = smoothing >= 0 && smoothing < 1;
+    if (targets.shape(0) != B || targets.shape(1) != T || V == 0 || !smooth_ok)
         return mha::cross_entropy(logits, targets, smoothing);  // it names the shapes
     for (std::int32_t y : targets)
         if (y < 0 || std::size_t(y) >= V) return mha::cross_entropy(logits, targets, smoothing);

@@ -19,7 +19,8 @@ Block::Block(std::size_t embed_dim, std::size_t num_heads, std::size_t hidden,
 }
 
 Tensor3 dropout_mask(const std::array<std::size_t, 3>& shape, const Dropout& d) {
-    if (!(d.p >= 0 && d.p < 1)) fail("dropout: p = " + std::to_string(d.p) + " is outside [0, 1)");
+    if (!(d.p >= 0 && d.p < 1))
+        fail("dropout: p = " + std::to_string(d.p) + " is outside [0, 1)");
     if (d.p > 0 && d.rng == nullptr) fail("dropout: p > 0 needs an Rng to draw the mask");
     Tensor3 mask = Tensor3::from_shape(shape);  // [B, T, E]
     const float keep = 1.0f / (1.0f - d.p);
@@ -57,13 +58,15 @@ Tensor3 block_backward(const Block& blk, const BlockTrace& t, const Tensor3& dy,
     const bool dropped = t.drop1.shape() == dy.shape();  // a dropout mask: through it too
     Tensor3 thinned;  // dL/d ff(h2) [B, T, E] when a mask thinned it
     if (dropped) thinned = dy * t.drop2;
-    const Tensor3 d_h2 = fast::feed_forward_backward(t.h2, t.ff, dropped ? thinned : dy, blk.ff, g.ff);
+    const Tensor3 d_h2 =
+        fast::feed_forward_backward(t.h2, t.ff, dropped ? thinned : dy, blk.ff, g.ff);
     Tensor3 d_x1 = dy + fast::layer_norm_backward(t.n2, d_h2, blk.norm2, g.norm2);  // [B, T, E]
     // x1 = x + attn(h1): the same again; h1 fed query, key and value
     if (dropped) thinned = d_x1 * t.drop1;  // dL/d attn(h1)
     const Tensor3& d_attn = dropped ? thinned : d_x1;
-    g.self_attn = causal ? backward_self_attention(blk.self_attn, t.attn, t.h1, d_attn, mha::causal)
-                         : backward_self_attention(blk.self_attn, t.attn, t.h1, d_attn);
+    g.self_attn = causal
+        ? backward_self_attention(blk.self_attn, t.attn, t.h1, d_attn, mha::causal)
+        : backward_self_attention(blk.self_attn, t.attn, t.h1, d_attn);
     return d_x1 + fast::layer_norm_backward(t.n1, g.self_attn.input, blk.norm1, g.norm1);
 }
 

@@ -11,7 +11,8 @@ namespace mha {
 CrossEntropy cross_entropy(const Tensor3& logits, const Tokens& targets, double smoothing) {
     const std::size_t B = logits.shape(0), T = logits.shape(1), V = logits.shape(2);
     if (!(smoothing >= 0 && smoothing < 1))
-        fail("cross_entropy: label smoothing " + std::to_string(smoothing) + " is outside [0, 1)");
+        fail("cross_entropy: label smoothing " + std::to_string(smoothing) +
+             " is outside [0, 1)");
     if (targets.shape(0) != B || targets.shape(1) != T) {
         fail("cross_entropy: targets " + shape_of(targets) + " must be [B, T] of logits " +
              shape_of(logits));

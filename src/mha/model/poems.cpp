@@ -150,7 +150,7 @@ std::vector<Prediction> model_predictions(const LanguageModel& m,
             float* z = &logits(0, j, 0);        // [V], one position's logits
             const std::size_t best = std::size_t(std::max_element(z, z + V) - z);
             const double top = z[best], right = z[w[j + 1]];
-            const double sum = fast::exp_sum(z, V, z[best]);  // sum of e^(z - top), the engine's e^x
+            const double sum = fast::exp_sum(z, V, z[best]);  // sum of e^(z - top), in place
             // -log softmax(z)_y = log sum - (z_y - top); the largest p is e^0 / sum
             out.push_back({w[j], w[j + 1], std::log(sum) - (right - top),
                            best == std::size_t(w[j + 1]), 1.0 / sum});
@@ -435,7 +435,8 @@ PoemCheckpoint load_poem_checkpoint(const std::string& dir) {
     t.patience = int(size("patience")), t.seed = size("seed");
     t.lr = float(number(n, "lr", config)), t.clip = number(n, "clip", config);
     const auto share = [&](const char* name) {  // absent: 0, as before it was a field
-        const bool there = std::any_of(n.begin(), n.end(), [&](const auto& f) { return f.first == name; });
+        const bool there =
+            std::any_of(n.begin(), n.end(), [&](const auto& f) { return f.first == name; });
         const double x = there ? number(n, name, config) : 0.0;
         if (!(x >= 0 && x <= 1))
             throw std::invalid_argument(config + ": \"" + name + "\" must be in [0, 1]");
