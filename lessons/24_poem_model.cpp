@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
                  {"--corpus", "FILE", "poems in FILE, UTF-8, '%' or blank lines between"},
                  {"--save", "DIR", "write the trained model there (data/tang's format)"},
                  {"--model", "DIR", "load the model from DIR (default: data/tang)"}};
-    info.sizes_unless = {"--train", "--corpus"}, info.sizes_from = "data/tang";
+    info.sizes_unless = lesson::trains, info.sizes_from = "data/tang";
     info.flags_fit = lesson::model_refused;  // a bad corpus or checkpoint: 1 line, exit 2
     return lesson::run(argc, argv, info, [](lesson::Lesson& L) {
         using lesson::fixed, lesson::model_of, lesson::trains;
@@ -47,18 +47,10 @@ int main(int argc, char** argv) {
         L.section("1. Lesson 20's model, trained with Adam, stopped by validation");
         mha::PoemCheckpoint c{{}, v, {}, 0, 0, {}};  // trained or loaded below
         if (trains(L.opt)) {
-            const std::size_t E = L.opt.d_model, layers = L.opt.tiny ? 2 : 4;
-            mha::PoemTraining& t = c.training;  // Adam, lr warm-up and cosine decay
-            t.model = {v.size(), T, E, L.opt.heads, 4 * E, layers};
-            t.batch = L.opt.batch, t.steps = int(L.opt.extra.at("--steps"));
-            t.seed = 34 + L.opt.seed, t.lr = L.opt.tiny ? 3e-3f : 1e-3f;
-            t.eval_every = L.opt.tiny ? 50 : 25;  // a validation pass is most of a quick run
-            const auto& x = L.opt.extra;  // all three: less learnt by heart
-            t.made_up = x.at("--made-up"), t.dropout = float(x.at("--dropout"));
-            t.smoothing = x.at("--smoothing");
+            const auto& t = c.training = lesson::poem_training(L.opt, v.size(), T);
             const mha::LineBank lines = mha::line_bank(s.train, v);  // couplets 5 5, 7 7
             mha::Progress bar(t.steps, double(t.batch * T), mha::stderr_if_terminal());
-            const mha::PoemRun run = mha::train_poems(t, ids, val, 0,
+            const mha::PoemRun run = mha::train_poems(t, ids, val, 0,  // Adam
                 [&](const auto& r) { bar.update(r.step, r.train_loss); }, lines);
             SHOWN(L, c.model = run.best);  // the step of lowest validation loss
             c.best_step = run.best_step, c.best_val = run.best_val, c.log = run.log;
@@ -69,8 +61,7 @@ int main(int argc, char** argv) {
             SHOWN(L, c = mha::load_poem_checkpoint(model_of(L.opt)));  // vocabulary v
             L.code("model.load_state_dict(...)  # the .npy files of data/tang");
         }
-        const auto dir = L.opt.text.count("--model") ? model_of(L.opt) : "data/tang";
-        lesson::print_run(c, trains(L.opt) ? "trained here" : dir);  // sizes, 8 log rows
+        lesson::print_run(c, L.opt);  // where from, its sizes, 8 rows of its log
 
         L.section("2. Loss on the held-out poems, nats per token");
         SHOWN(L, const auto predictions = mha::model_predictions(c.model, held));
@@ -115,13 +106,11 @@ int main(int argc, char** argv) {
         const auto row = [&](const std::string& how, const auto& poems) {  // n poems
             std::vector<std::string> all;  // the poems one after another
             for (const auto& p : poems) all.insert(all.end(), p.begin(), p.end());
-            std::string first = poems[0].size() == 1 ? "(empty: <poem> came first)" : "";
-            for (auto j = 1u; j < 16 && j < poems[0].size() && poems[0][j] != "\n"; ++j)
-                first += poems[0][j];  // poem 0's first line, at most 15 tokens
             const double f = mha::format_score(all);  // NaN: no line was finished
             std::printf("%-18s %6s %7s %7zu   %s\n", how.c_str(), score(f).c_str(),
                         score(mha::memorisation_score(all, seen)).c_str(),
-                        std::set(poems.begin(), poems.end()).size(), first.c_str());
+                        std::set(poems.begin(), poems.end()).size(),
+                        lesson::first_line(poems[0]).c_str());
             return f;
         };
         std::printf("%-18s format  copied  differ   poem 0's first line\n",

@@ -240,11 +240,7 @@ Options parse(int argc, char** argv, const Info& info, bool& help) {
         o.d_model = info.default_d_model, o.heads = info.default_heads, o.seed = 0;
         o.ignored = given;
     }
-    const auto trains = [&] {
-        for (const std::string& t : info.sizes_unless) if (o.text.count(t)) return true;
-        return o.tiny;
-    };
-    if (!info.sizes_unless.empty() && !trains()) {  // the sizes are sizes_from's
+    if (info.sizes_unless && !info.sizes_unless(o)) {  // the sizes are sizes_from's
         o.batch = info.default_batch, o.time = info.default_time;
         o.d_model = info.default_d_model, o.heads = info.default_heads;
         for (const char* f : {"--batch", "--time", "--d-model", "--heads"})
@@ -540,9 +536,9 @@ void Lesson::print_header() const {
         std::printf("sizes: batch B = %zu, time T = %zu, d_model E = %zu, heads H = %zu, "
                     "seed %llu\n", opt.batch, opt.time, opt.d_model, opt.heads,
                     static_cast<unsigned long long>(opt.seed));
-        if (!opt.ignored.empty())  // sizes_unless: no flag that trains was given
+        if (!opt.ignored.empty())  // sizes_unless said no
             std::printf("(%s: no effect without %s, the sizes are set by %s)\n",
-                        opt.ignored.c_str(), info.sizes_unless[0].c_str(),
+                        opt.ignored.c_str(), info.sizes_unless_flag.c_str(),
                         info.sizes_from.c_str());
     }
     if (!opt.svg_dir.empty() && !info.draws)

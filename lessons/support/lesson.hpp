@@ -84,9 +84,11 @@ struct Info {
     // nothing, and the header says so.
     bool fixed_sizes = false;
     std::string sizes_from = "its words";  // what sets them, for the header
-    // Sizes set by sizes_from unless one of these text flags is given (lesson 24:
-    // data/tang's model unless --train or --corpus trains one); --seed still counts.
-    std::vector<std::string> sizes_unless = {};
+    // Sizes set by sizes_from unless this says the run makes its own (lesson 24:
+    // lesson::trains, data/tang's model unless it trains one); --seed still counts.
+    // The header names sizes_unless_flag as what would make them count.
+    std::function<bool(const Options&)> sizes_unless = nullptr;
+    std::string sizes_unless_flag = "--train";
     // Flags that are each in range but do not fit together (lesson 21's
     // --vocab and --time): "" when they fit, else the one line to print.
     std::function<std::string(const Options&)> flags_fit = nullptr;

@@ -1,6 +1,7 @@
 // What the poem lessons (23, 24 and 25) share and do not teach: where the corpus is,
 // the skip without it, a bad corpus or checkpoint refused in one line before anything
-// is printed, and lesson 24's summary of the model it trained or loaded.
+// is printed, and lesson 24's training settings and summary of the model it trained
+// or loaded.
 #pragma once
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "mha/model/poems.hpp"
 #include "support/lesson.hpp"
@@ -76,10 +78,39 @@ inline bool trains(const Options& o) {
     return o.text.count("--train") || o.text.count("--corpus") || o.tiny;
 }
 
-/// Lesson 24's model: where it comes from (@p from), its sizes, about 8 rows of its
-/// training log (step, train loss, validation loss), how many steps ran and the
-/// step whose weights were kept.
-inline void print_run(const mha::PoemCheckpoint& c, const std::string& from) {
+/// Lesson 24's training from its flags: the sizes (E --d-model, H --heads, F 4 E, 4
+/// layers, 2 at --tiny), B --batch, --steps, seed 34 + --seed, Adam's lr 1e-3 (3e-3
+/// at --tiny), a validation pass every 25 steps (50 at --tiny, where it is most of
+/// the run), and what keeps it from learning by heart: --made-up, --dropout, --smoothing.
+/// @param o the flags, @param vocab V, @param t T_max
+inline mha::PoemTraining poem_training(const Options& o, std::size_t vocab, std::size_t t) {
+    mha::PoemTraining c;
+    const std::size_t E = o.d_model;
+    c.model = {vocab, t, E, o.heads, 4 * E, std::size_t(o.tiny ? 2 : 4)};
+    c.batch = o.batch, c.steps = int(o.extra.at("--steps")), c.seed = 34 + o.seed;
+    c.lr = o.tiny ? 3e-3f : 1e-3f, c.eval_every = o.tiny ? 50 : 25;
+    c.made_up = o.extra.at("--made-up"), c.dropout = float(o.extra.at("--dropout"));
+    c.smoothing = o.extra.at("--smoothing");
+    return c;
+}
+
+/// A poem's first line for a table: its tokens after `<poem>` up to the first "\n",
+/// at most @p most of them; a poem that is `<poem>` alone says so.
+inline std::string first_line(const std::vector<std::string>& poem, std::size_t most = 15) {
+    if (poem.size() == 1) return "(empty: <poem> came first)";
+    std::string line;
+    for (std::size_t j = 1; j <= most && j < poem.size() && poem[j] != "\n"; ++j)
+        line += poem[j];
+    return line;
+}
+
+/// Lesson 24's model: where it comes from ("trained here", --model's folder or
+/// data/tang), its sizes, about 8 rows of its training log (step, train loss,
+/// validation loss), how many steps ran and the step whose weights were kept.
+inline void print_run(const mha::PoemCheckpoint& c, const Options& o) {
+    const std::string from = trains(o)                ? "trained here"
+                             : o.text.count("--model") ? o.text.at("--model")
+                                                       : "data/tang";
     const mha::ModelConfig m = c.model.config();
     std::printf("%s: E %zu, H %zu, L %zu, F %zu, T_max %zu, %zu parameters\n",
                 from.c_str(), m.embed_dim, m.num_heads, m.layers, m.hidden, m.max_len,
