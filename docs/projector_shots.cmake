@@ -12,7 +12,7 @@ if(NOT rc EQUAL 0 AND "$ENV{CI}" STREQUAL "true")
   message(FATAL_ERROR "the lesson pages' screenshots failed (${rc}):\n${out}${err}")
 endif()
 if(rc EQUAL 1)
-  message(WARNING "docs: the lesson pages do not fit the window (ctest -R browser.pages):\n${out}")
+  message(WARNING "docs: the lesson pages do not fit the window (tests/browser/pages_check.py):\n${out}")
 elseif(NOT rc EQUAL 0)
   message(STATUS "docs: no screenshots of the lesson pages (headless Chromium failed, "
                  "exit ${rc}); the site builds without them")

@@ -4,6 +4,7 @@
 #include "svg.hpp"
 #include "blocks.hpp"
 
+#include "mha/fast/memory.hpp"
 #include "mha/heads.hpp"
 #include "mha/mask.hpp"
 #include "mha/io/npy.hpp"
@@ -1184,6 +1185,9 @@ int run(int argc, char** argv, const Info& info,
             return 0;
         }
         if (info.flags_fit && !info.flags_fit(o).empty()) throw BadFlag(info.flags_fit(o));
+        // A lesson's own stages at the articles' sizes free and ask again for the
+        // same large blocks: kept, they are not faulted in afresh each time.
+        mha::fast::keep_freed_memory();
         Lesson l(o, info);
         l.print_header();
         const int rc = body(l);
