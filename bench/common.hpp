@@ -1,4 +1,5 @@
-// What the benchmarks share: medians, timing, the process's peak memory.
+// What the benchmarks share: medians, timing, the process's peak memory, the
+// sgemm's speed.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "mha/fast/blas.hpp"
 
 namespace bench {
 
@@ -79,5 +82,19 @@ int run_masks();
 /// `mha_bench --model`: a training step of the language model against the
 /// sgemm roofline. @return the exit code
 int run_model();
+
+/// The articles' d_model and heads, where a benchmark fixes them.
+constexpr std::size_t kE = 512, kH = 8;
+
+/// GFLOP/s of one 2048^3 sgemm through the engine's gemm() (every core),
+/// after a warm-up call: the speed the others are set against.
+inline double sgemm_gflops() {
+    constexpr std::size_t n = 2048;
+    static std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+    const double s = median_seconds([&] {
+        mha::fast::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false, c.data(), n);
+    }, 1);
+    return 2.0 * n * n * n / s / 1e9;
+}
 
 }  // namespace bench

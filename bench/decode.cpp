@@ -21,7 +21,6 @@ namespace bench {
 
 namespace {
 
-constexpr std::size_t kE = 512, kH = 8;
 constexpr std::size_t kCopyBytes = std::size_t{256} << 20;  // far past the 32 MiB L3
 
 // GB/s of one copy of 256 MiB split over the workers, counting the bytes

@@ -48,24 +48,12 @@ namespace bench {
 
 namespace {
 
-constexpr std::size_t kE = 512, kH = 8;
-
 double causal_flops(double T) { return 8 * T * kE * kE + 2 * kE * T * (T + 1); }
 
 // The FLOPs of a forward that computes @p tiles tiles of 64 x 64 scores per
 // head: the four layers, and Q K^T and weights x V over every computed
 // tile's elements (2 D each, H heads: 2 E per product).
 double tile_flops(double T, double tiles) { return 8 * T * kE * kE + 4 * kE * tiles * 64 * 64; }
-
-// GFLOP/s of one 2048^3 sgemm through the engine's gemm() (every core).
-double sgemm_gflops() {
-    constexpr std::size_t n = 2048;
-    std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
-    const double s = seconds([&] {
-        mha::fast::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false, c.data(), n);
-    });
-    return 2.0 * n * n * n / s / 1e9;
-}
 
 // A sliding window W = 1024 at T = 16384, through its mask tensor: its
 // time against what its computed tiles' FLOPs cost at the speed of the full

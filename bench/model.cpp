@@ -30,19 +30,6 @@
 
 namespace bench {
 
-namespace {
-
-double sgemm_gflops() {
-    constexpr std::size_t n = 2048;
-    static std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
-    const double s = median_seconds([&] {
-        mha::fast::gemm({a.data(), n, n, n}, false, {b.data(), n, n, n}, false, c.data(), n);
-    }, 1);
-    return 2.0 * n * n * n / s / 1e9;
-}
-
-}  // namespace
-
 int run_model() {
     const std::size_t B = 32, T = 128, E = 256, H = 8, F = 1024, L = 4, V = 4000;
     const double N = double(B * T);

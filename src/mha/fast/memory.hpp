@@ -70,7 +70,8 @@ using Buffer = std::vector<float, LineAllocator<float>>;
 /// Asks the C library, once per process, to keep freed memory for the next
 /// allocation instead of handing it back to the kernel: up to 1 GiB, or
 /// MHA_KEEP_MB megabytes from the environment (0 leaves the C library's own
-/// policy alone). The engine calls it at its first forward.
+/// policy alone). The engine calls it at its first forward, the lessons'
+/// frame and the workbook's checker at their start.
 ///
 /// Why: a fresh page costs the kernel a fault and a clearing (0.6 to 0.9 ms
 /// per MB here), and glibc returns every block over 32 MiB to the kernel

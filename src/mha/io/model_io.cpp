@@ -11,7 +11,6 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,8 +22,6 @@ namespace mha {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
 // "[F, E] = [32, 8]", or "[F, E]" while a size is still unknown (0).
 template <std::size_t N>
@@ -39,7 +36,7 @@ template <std::size_t N>
 Tensor<N> load_tensor(const std::string& stem, const std::string& name,
                       const std::string& symbols, const std::array<std::size_t, N>& dims) {
     const std::string path = stem + name + ".npy";
-    if (!exists(path)) fail(path + ": missing (want " + expected(symbols, dims) + ")");
+    if (!file_exists(path)) fail(path + ": missing (want " + expected(symbols, dims) + ")");
     const xt::xarray<float> a = load_npy_float(path, name + " " + symbols, N);
     for (std::size_t d = 0; d < N; ++d) {
         if (a.shape(d) == 0 || (dims[d] != 0 && a.shape(d) != dims[d])) {
@@ -119,7 +116,7 @@ Block load_block_at(const std::string& dir, const std::string& prefix, std::size
     // 1. attention: E from in_proj_weight [3E, E], peeked at for the messages
     std::size_t E = model_E;
     const std::string in_w = stem + "self_attn.in_proj_weight.npy";
-    if (E == 0 && exists(in_w)) {
+    if (E == 0 && file_exists(in_w)) {
         const NpyInfo info = npy_info(in_w);
         if (info.shape.size() == 2 && info.shape[0] == 3 * info.shape[1]) E = info.shape[1];
     }
@@ -131,7 +128,7 @@ Block load_block_at(const std::string& dir, const std::string& prefix, std::size
                                     {"out_proj.bias", expected("[E]", e)}};
     for (const auto& [name, shape] : attn) {
         const std::string path = stem + "self_attn." + name + ".npy";
-        if (!exists(path)) fail(path + ": missing (want " + shape + ")");
+        if (!file_exists(path)) fail(path + ": missing (want " + shape + ")");
     }
     MultiHeadAttention self_attn = load_torch_mha(dir, num_heads, prefix + "self_attn.");
     if (model_E != 0 && self_attn.embed_dim() != model_E) {

@@ -285,6 +285,8 @@ xt::xarray<float> load_npy_float(const std::string& path, const std::string& wha
     return read_floats(path, info, data_start);
 }
 
+bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
+
 Tensor3 load_npy_tensor3(const std::string& path, const std::string& what) {
     const xt::xarray<float> x = load_npy_float(path, what, 3);
     Tensor3 t = Tensor3::from_shape({x.shape(0), x.shape(1), x.shape(2)});

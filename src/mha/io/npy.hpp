@@ -53,6 +53,11 @@ xt::xarray<float> load_npy_float(const std::string& path, const std::string& wha
 /// @throws std::invalid_argument as load_npy_float() does.
 Tensor3 load_npy_tensor3(const std::string& path, const std::string& what);
 
+/// Whether @p path opens for reading: a folder's optional file is there.
+/// @param path the file
+/// @return true when it can be read
+bool file_exists(const std::string& path);
+
 /// A bool array (dtype `|b1`) of the given rank.
 /// @param path the file
 /// @param what how to name it in errors, e.g. "key_padding_mask [B, Tk]"

@@ -2,7 +2,6 @@
 #include "mha/io/torch_io.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <vector>
 
 #include <xtensor/xbuilder.hpp>
@@ -73,8 +72,6 @@ constexpr LinearLayout kLinearLayouts[] = {
     {"current models (Llama, Mistral, Qwen)", {"q_proj", "k_proj", "v_proj", "o_proj"}, true},
 };
 
-bool exists(const std::string& path) { return std::ifstream(path).good(); }
-
 // wq [E, E] first, which gives E and so the module; then wk and wv
 // [H_kv * D, E] and w_o [E, E], each with its bias (or zeros, where the
 // layout may leave it out).
@@ -103,7 +100,7 @@ MultiHeadAttention load_linears(const std::string& dir, const LinearLayout& layo
                  (other_kv ? " (--num-kv-heads?)" : ""));
         }
         layers[l]->weight = w;
-        if (layout.bias_optional && !exists(stem + ".bias.npy")) {  // bias=False
+        if (layout.bias_optional && !file_exists(stem + ".bias.npy")) {  // bias=False
             layers[l]->bias = xt::zeros<float>({rows});
             continue;
         }
@@ -123,11 +120,11 @@ MultiHeadAttention load_state_dict(const std::string& dir, std::size_t num_heads
                                    std::size_t num_kv_heads) {
     if (num_kv_heads == 0) num_kv_heads = num_heads;
     std::vector<std::string> found;  // the first file of each layout present
-    const bool mha = exists(dir + "/in_proj_weight.npy");
+    const bool mha = file_exists(dir + "/in_proj_weight.npy");
     if (mha) found.push_back("in_proj_weight.npy");
     const LinearLayout* linears = nullptr;
     for (const LinearLayout& l : kLinearLayouts) {
-        if (exists(dir + "/" + l.names[0] + ".weight.npy")) {
+        if (file_exists(dir + "/" + l.names[0] + ".weight.npy")) {
             linears = &l;
             found.push_back(std::string(l.names[0]) + ".weight.npy");
         }
