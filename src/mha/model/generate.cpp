@@ -116,10 +116,10 @@ std::int32_t sample_token(const Tensor1& logits, const Sampling& s, Rng& rng) {
     // top-k: keep what is at least the k-th largest
     float kth = -std::numeric_limits<float>::infinity();
     if (s.top_k && *s.top_k < V) {
-        std::vector<float> sorted(logits.begin(), logits.end());
-        std::nth_element(sorted.begin(), sorted.begin() + (*s.top_k - 1), sorted.end(),
-                         std::greater<float>());
-        kth = sorted[*s.top_k - 1];
+        std::vector<float> best(*s.top_k);  // the k largest, largest first
+        std::partial_sort_copy(logits.begin(), logits.end(), best.begin(), best.end(),
+                               std::greater<float>());
+        kth = best.back();
     }
     // softmax(z / tau) over the kept logits, the largest subtracted first:
     // at a small tau the others' weights underflow to 0, never to inf
