@@ -3,7 +3,7 @@
 (Debian's chromium, chromium-driver and python3-selenium).
 
     /usr/bin/python3 tests/browser/pages_check.py HTML_DIR [--screenshots DIR]
-                               [--pages lesson01,lesson05] [--skip-without-docs]
+                               [--pages lesson01,lesson05]
 
 HTML_DIR is the built site (build/docs/html). Every lesson page (lessonNN.html,
 or those --pages names) is opened in headless Chromium at 1024 x 768 and at
@@ -23,8 +23,7 @@ paragraph shows markdown's ** as text.
 With --screenshots DIR it saves DIR/<page>.<width>x<height>.png, the window
 at the top of the page (the docs build puts three on the front page).
 Exit 0 when all hold, 1 when one does not, 2 for a bad HTML_DIR, 77 (skipped)
-without selenium or chromium (the static checks have run and passed then), or
-with --skip-without-docs (ctest's) when HTML_DIR holds no built site.
+without selenium or chromium (the static checks have run and passed then).
 """
 import html
 import os
@@ -36,7 +35,7 @@ import sys
 SIZES = [(1024, 768), (1920, 1080)]
 MIN_SHARE = 0.70  # of the window's width, for the content column
 
-args = [a for a in sys.argv[1:] if a != "--skip-without-docs"]
+args = sys.argv[1:]
 shots = pages_arg = None
 if "--screenshots" in args:
     i = args.index("--screenshots")
@@ -50,9 +49,8 @@ if len(args) != 1:
     sys.exit("usage: pages_check.py HTML_DIR [--screenshots DIR] [--pages lesson01,...]")
 site = pathlib.Path(args[0]).resolve()
 if not (site / "index.html").exists():
-    print(f"{'skipped' if '--skip-without-docs' in sys.argv else 'pages_check.py'}: "
-          f"no {site}/index.html: build the docs first (cmake --build build --target docs)")
-    sys.exit(77 if "--skip-without-docs" in sys.argv else 2)
+    print(f"pages_check.py: no {site}/index.html: build the docs first (scripts/docs.sh)")
+    sys.exit(2)
 names = pages_arg or sorted(p.stem for p in site.glob("lesson[0-9][0-9].html"))
 missing = [n for n in names if not (site / f"{n}.html").exists()]
 if not names or missing:
