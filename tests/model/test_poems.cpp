@@ -288,8 +288,8 @@ TEST_CASE("data/tang: the training split's vocabulary and 20 steps give the log'
     // and with 2 workers: each sums its own rows of a gradient, in its own order
     if (mha::fast::worker_count() != 2) {
         MESSAGE("skipped: the log was made with 2 workers, this run has "
-                << mha::fast::worker_count() << "; data_tang.log_bits_on_haswell_kernel runs it "
-                << "with 2");
+                << mha::fast::worker_count()
+                << "; data_tang.log_bits_on_haswell_kernel runs it with 2");
         return;
     }
     const mha::PoemSplit s = mha::split_poems(mha::read_poems(kCorpus));

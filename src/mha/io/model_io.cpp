@@ -36,7 +36,8 @@ template <std::size_t N>
 Tensor<N> load_tensor(const std::string& stem, const std::string& name,
                       const std::string& symbols, const std::array<std::size_t, N>& dims) {
     const std::string path = stem + name + ".npy";
-    if (!file_exists(path)) fail(path + ": missing (want " + expected(symbols, dims) + ")");
+    if (!file_exists(path))
+        fail(path + ": missing (want " + expected(symbols, dims) + ")");
     const xt::xarray<float> a = load_npy_float(path, name + " " + symbols, N);
     for (std::size_t d = 0; d < N; ++d) {
         if (a.shape(d) == 0 || (dims[d] != 0 && a.shape(d) != dims[d])) {
