@@ -16,10 +16,18 @@ namespace mha::fast {
 
 namespace {
 
+// A loop built twice, for AVX2 and for plain x86-64, the processor
+// choosing at load time. No FMA in either (AVX-512 would add it): the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MHA_WIDE_LOOP __attribute__((target_clones("avx2", "default")))
+#else
+#define MHA_WIDE_LOOP
+#endif
+
 // Φ(h) and e^(-h^2/2) for n values of h: the normal's CDF through
 // erf(u) = 1 - q(t) e^(-u^2), u = |h| / sqrt 2, t = 1 / (1 + p u) (A&S
 // 7.1.26); for h < 0, Φ = q e^(-u^2) / 2 directly, with no 1 - (1 - ...).
-void normal_cdf(const float* h, std::size_t n, float* cdf, float* gauss) {
+MHA_WIDE_LOOP void normal_cdf(const float* h, std::size_t n, float* cdf, float* gauss) {
     for (std::size_t i = 0; i < n; ++i) gauss[i] = -0.5f * h[i] * h[i];
     exp_sum(gauss, n, 0.0f);  // the engine's e^x, in place: e^(-h^2/2)
     for (std::size_t i = 0; i < n; ++i) {
@@ -33,6 +41,9 @@ void normal_cdf(const float* h, std::size_t n, float* cdf, float* gauss) {
 }
 
 constexpr std::size_t kChunk = 1024;  // values per scratch pass, in cache
+// Rows whose sums run side by side: each sum keeps its order (the same bits), and
+// four chains of adds hide the latency that one chain waits on.
+constexpr std::size_t kSide = 4;
 
 }  // namespace
 
@@ -70,19 +81,27 @@ Tensor3 layer_norm(const Tensor3& x, const LayerNorm& n, NormTrace* keep) {
     t.x_hat.resize(x.shape());
     t.rstd.resize({x.shape(0), x.shape(1)});
     parallel_for(rows, [&](std::size_t r0, std::size_t r1) {
-        for (std::size_t r = r0; r < r1; ++r) {
-            const float* row = x.data() + r * E;
-            float* x_hat = t.x_hat.data() + r * E;
-            double mean = 0, var = 0;
-            for (std::size_t c = 0; c < E; ++c) mean += row[c];
-            mean /= double(E);
-            for (std::size_t c = 0; c < E; ++c) var += (row[c] - mean) * (row[c] - mean);
-            const float rstd = float(1.0 / std::sqrt(var / double(E) + n.eps)), mu = float(mean);
-            for (std::size_t c = 0; c < E; ++c) {
-                x_hat[c] = (row[c] - mu) * rstd;
-                y.data()[r * E + c] = x_hat[c] * n.weight(c) + n.bias(c);
+        for (std::size_t r = r0; r < r1; r += kSide) {
+            const float* row[kSide];  // past r1, the last row again: its results are dropped
+            for (std::size_t k = 0; k < kSide; ++k) row[k] = x.data() + std::min(r + k, r1 - 1) * E;
+            double mean[kSide] = {}, var[kSide] = {};
+            for (std::size_t c = 0; c < E; ++c)
+                for (std::size_t k = 0; k < kSide; ++k) mean[k] += row[k][c];
+            for (std::size_t k = 0; k < kSide; ++k) mean[k] /= double(E);
+            for (std::size_t c = 0; c < E; ++c)
+                for (std::size_t k = 0; k < kSide; ++k)
+                    var[k] += (row[k][c] - mean[k]) * (row[k][c] - mean[k]);
+            for (std::size_t k = 0; k < kSide && r + k < r1; ++k) {
+                const float rstd = float(1.0 / std::sqrt(var[k] / double(E) + n.eps));
+                const float mu = float(mean[k]);
+                float* x_hat = t.x_hat.data() + (r + k) * E;
+                float* out = y.data() + (r + k) * E;
+                for (std::size_t c = 0; c < E; ++c) {
+                    x_hat[c] = (row[k][c] - mu) * rstd;
+                    out[c] = x_hat[c] * n.weight(c) + n.bias(c);
+                }
+                t.rstd.data()[r + k] = rstd;
             }
-            t.rstd.data()[r] = rstd;
         }
     });
     return y;
@@ -99,22 +118,31 @@ Tensor3 layer_norm_backward(const NormTrace& t, const Tensor3& dy, const LayerNo
     std::mutex sum;
     parallel_for(rows, [&](std::size_t r0, std::size_t r1) {
         std::vector<float> dw(E, 0.0f), db(E, 0.0f);  // this worker's part of the sums
-        for (std::size_t r = r0; r < r1; ++r) {
-            const float* x_hat = t.x_hat.data() + r * E;
-            const float* d = dy.data() + r * E;
-            float mean_g = 0, mean_gx = 0;
-            for (std::size_t c = 0; c < E; ++c) {
-                const float gc = d[c] * n.weight(c);
-                mean_g += gc;
-                mean_gx += gc * x_hat[c];
-                dw[c] += d[c] * x_hat[c];
-                db[c] += d[c];
+        for (std::size_t r = r0; r < r1; r += kSide) {
+            const float* x_hat[kSide];
+            const float* d[kSide];  // past r1, the last row again: its results are dropped
+            for (std::size_t k = 0; k < kSide; ++k) {
+                x_hat[k] = t.x_hat.data() + std::min(r + k, r1 - 1) * E;
+                d[k] = dy.data() + std::min(r + k, r1 - 1) * E;
             }
-            mean_g /= float(E);
-            mean_gx /= float(E);
-            const float rstd = t.rstd.data()[r];
+            float mean_g[kSide] = {}, mean_gx[kSide] = {};
             for (std::size_t c = 0; c < E; ++c)
-                dx.data()[r * E + c] = rstd * (d[c] * n.weight(c) - mean_g - x_hat[c] * mean_gx);
+                for (std::size_t k = 0; k < kSide; ++k) {
+                    const float gc = d[k][c] * n.weight(c);
+                    mean_g[k] += gc;
+                    mean_gx[k] += gc * x_hat[k][c];
+                }
+            for (std::size_t k = 0; k < kSide && r + k < r1; ++k) {
+                for (std::size_t c = 0; c < E; ++c) {  // rows in order, as one at a time
+                    dw[c] += d[k][c] * x_hat[k][c];
+                    db[c] += d[k][c];
+                }
+                const float mg = mean_g[k] / float(E), mgx = mean_gx[k] / float(E);
+                const float rstd = t.rstd.data()[r + k];
+                float* out = dx.data() + (r + k) * E;
+                for (std::size_t c = 0; c < E; ++c)
+                    out[c] = rstd * (d[k][c] * n.weight(c) - mg - x_hat[k][c] * mgx);
+            }
         }
         const std::lock_guard<std::mutex> lock(sum);
         for (std::size_t c = 0; c < E; ++c) g.weight(c) += dw[c], g.bias(c) += db[c];

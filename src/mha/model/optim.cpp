@@ -46,15 +46,18 @@ void Adam::step(const std::vector<Parameter>& params, float grad_scale) {
     ++t_;
     const float c1 = 1.0f - std::pow(beta1_, static_cast<float>(t_));  // bias corrections
     const float c2 = 1.0f - std::pow(beta2_, static_cast<float>(t_));
+    // Copies in locals: a store through p.value could otherwise change the members,
+    // which then load again at every i and keep the loop from running 4 at a time.
+    const float beta1 = beta1_, beta2 = beta2_, lr = lr_, eps = eps_;
     for (std::size_t k = 0; k < params.size(); ++k) {
         const Parameter& p = params[k];
-        std::vector<float>& m = m_[k];
-        std::vector<float>& v = v_[k];
+        float* m = m_[k].data();
+        float* v = v_[k].data();
         for (std::size_t i = 0; i < p.size; ++i) {
             const float g = grad_scale * p.grad[i];
-            m[i] = beta1_ * m[i] + (1 - beta1_) * g;
-            v[i] = beta2_ * v[i] + (1 - beta2_) * g * g;
-            p.value[i] -= lr_ * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps_);
+            m[i] = beta1 * m[i] + (1 - beta1) * g;
+            v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+            p.value[i] -= lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
         }
     }
 }
