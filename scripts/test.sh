@@ -20,6 +20,12 @@ fi
 scripts/install-deps.sh fortunes-zh  # lessons 23, 24 and 25 (skipped without it)
 scripts/build.sh
 cd "${MHA_BUILD_DIR:-build}"
+total() { ctest -N "$@" | sed -n 's/^Total Tests: //p'; }
+if (( ${#which[@]} && $# )) && [[ "$(total "${which[@]}" "$@")" == 0 ]] \
+   && [[ "$(total "$@")" != 0 ]]; then
+  echo "scripts/test.sh $*: only long tests match; run scripts/test.sh --all $*" >&2
+  exit 1
+fi
 start=$(date +%s)
 ctest --output-on-failure --no-tests=error -j "$(nproc)" "${which[@]}" "$@"
 echo "tests ran in $(( $(date +%s) - start )) s: ${what}"
