@@ -3,6 +3,7 @@
 // B batch, T positions, E embed_dim, F hidden, V vocabulary.
 #include "mha/fast/dense.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <string>
@@ -229,3 +230,5 @@ CrossEntropy cross_entropy(const Tensor3& logits, const Tokens& targets, double 
 }
 
 }  // namespace mha::fast
+
+#undef MHA_WIDE_LOOP  // this file's alone, also in a unity batch
